@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+//
+// EdgeVision: on-device vision (ML Kit / MediaPipe Tasks APIs) for every platform Swift runs on.
+// Targets form a DAG; see ARCHITECTURE.md. No outside packages and no unsafeFlags, so the package
+// stays usable as a dependency. C libraries come from the system (Debian packages), one
+// systemLibrary target each; no C type is exposed in a public API.
+import PackageDescription
+
+let package = Package(
+    name: "EdgeVision",
+    products: [
+        .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
+        .executable(name: "edgevision", targets: ["edgevision"]),
+    ],
+    targets: [
+        // Vocabulary: element types, shapes, quantization parameters. No dependencies.
+        .target(name: "TensorCore"),
+
+        // zlib (Debian: zlib1g-dev), for deflate entries of the metadata ZIP.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
+        // Reading .tflite files: FlatBuffers reader + verifier, schema views, metadata, ZIP, FlexBuffers.
+        .target(name: "TFLiteFormat", dependencies: ["TensorCore", "CZlib"]),
+
+        // The command-line tool.
+        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat"]),
+
+        // Shared helpers for the tests (finding ../shared, seeded RNG). Not a product.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+
+        .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["edgevision", "TestSupport"]),
+    ]
+)

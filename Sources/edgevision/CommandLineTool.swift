@@ -1,0 +1,91 @@
+import Foundation
+
+/// A usage error: wrong or missing arguments. Exit code 2.
+struct UsageError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
+/// One subcommand: its name, its help text and how it runs.
+struct Command: Sendable {
+    let name: String
+    let summary: String
+    let usage: String
+    let options: [OptionSpec]
+    let example: String
+    let run: @Sendable (ParsedArguments) throws -> Void
+
+    var help: String {
+        var text = "\(summary)\n\nUsage: edgevision \(usage)\n"
+        if !options.isEmpty {
+            text += "\nOptions:\n"
+            let width = options.map { $0.label.count }.max() ?? 0
+            for option in options {
+                text += "  " + option.label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + option.help + "\n"
+            }
+        }
+        text += "\nExample:\n  \(example)\n"
+        return text
+    }
+}
+
+enum CommandLineTool {
+    static let commands: [Command] = [InspectCommand.command]
+
+    static var overview: String {
+        var text = """
+        edgevision: on-device vision with TFLite models (ML Kit / MediaPipe Tasks semantics).
+
+        Usage: edgevision <command> [options]
+
+        Commands:
+
+        """
+        let width = commands.map { $0.name.count }.max() ?? 0
+        for command in commands {
+            text += "  " + command.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary + "\n"
+        }
+        text += "\nRun 'edgevision <command> --help' for the options of a command.\n"
+        return text
+    }
+
+    static func main(_ arguments: [String]) -> Never {
+        let args = Array(arguments.dropFirst())
+        guard let first = args.first else {
+            FileHandle.standardError.write(Data(overview.utf8))
+            exit(2)
+        }
+        if first == "help" || first == "--help" || first == "-h" {
+            if args.count > 1, let command = commands.first(where: { $0.name == args[1] }) {
+                print(command.help, terminator: "")
+            } else {
+                print(overview, terminator: "")
+            }
+            exit(0)
+        }
+        guard let command = commands.first(where: { $0.name == first }) else {
+            fail(usage: "unknown command '\(first)'. Run 'edgevision help' for the list of commands.")
+        }
+        let rest = Array(args.dropFirst())
+        if rest.contains("--help") || rest.contains("-h") {
+            print(command.help, terminator: "")
+            exit(0)
+        }
+        do {
+            let parsed = try ParsedArguments(rest, options: command.options)
+            try command.run(parsed)
+            exit(0)
+        } catch let error as UsageError {
+            fail(usage: "\(command.name): \(error.message)\nUsage: edgevision \(command.usage)")
+        } catch {
+            FileHandle.standardError.write(Data("edgevision \(command.name): error: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func fail(usage message: String) -> Never {
+        FileHandle.standardError.write(Data("edgevision: \(message)\n".utf8))
+        exit(2)
+    }
+}
