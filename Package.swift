@@ -10,6 +10,7 @@ let package = Package(
     name: "EdgeVision",
     products: [
         .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
+        .library(name: "InferenceEngine", targets: ["InferenceEngine"]),
         .executable(name: "edgevision", targets: ["edgevision"]),
     ],
     targets: [
@@ -26,13 +27,17 @@ let package = Package(
         // Reading .tflite files: FlatBuffers reader + verifier, schema views, metadata, ZIP, FlexBuffers.
         .target(name: "TFLiteFormat", dependencies: ["TensorCore", "CZlib"]),
 
+        // The interpreter: compiled models, kernels (one op per file), memory planning.
+        .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore"]),
+
         // The command-line tool.
-        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat"]),
+        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat", "InferenceEngine"]),
 
         // Shared helpers for the tests (finding ../shared, seeded RNG). Not a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "InferenceEngineTests", dependencies: ["InferenceEngine", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["edgevision", "TestSupport"]),
     ]
 )

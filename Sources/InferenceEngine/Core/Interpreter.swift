@@ -1,0 +1,169 @@
+import Foundation
+import TensorCore
+
+/// Options for an interpreter.
+public struct InterpreterOptions: Sendable {
+    /// Threads a single invoke may use (1 = the calling thread only).
+    public var numThreads: Int = 1
+    public init(numThreads: Int = 1) { self.numThreads = numThreads }
+}
+
+/// Runs a compiled ``Model``. Owns the tensor arena and the model's state (variable tensors), so
+/// each thread or caller uses its own interpreter; interpreters of one model share its weights.
+///
+/// Typical use: copy or write the inputs, ``invoke()``, read the outputs.
+public final class Interpreter {
+    public let model: Model
+    private let arena: UnsafeMutableRawPointer
+    private let variables: UnsafeMutableRawPointer
+    /// Data pointer of every tensor (constants point into the model, the rest into the arena).
+    private var pointers: [UnsafeMutableRawPointer]
+    private let parallel: ParallelRunner
+
+    public init(model: Model, options: InterpreterOptions = InterpreterOptions()) {
+        self.model = model
+        arena = UnsafeMutableRawPointer.allocate(byteCount: max(model.arenaByteCount, 64), alignment: 64)
+        arena.initializeMemory(as: UInt8.self, repeating: 0, count: max(model.arenaByteCount, 64))
+        variables = UnsafeMutableRawPointer.allocate(byteCount: max(model.variableByteCount, 64), alignment: 64)
+        parallel = ParallelRunner(threadCount: options.numThreads)
+        pointers = [UnsafeMutableRawPointer](repeating: arena, count: model.tensors.count)
+        for (index, tensor) in model.tensors.enumerated() {
+            if let constant = tensor.constant, let base = constant.baseAddress {
+                pointers[index] = UnsafeMutableRawPointer(mutating: base)
+            } else if let offset = model.arenaOffsets[index] {
+                pointers[index] = arena + offset
+            }
+        }
+        var offset = 0
+        for index in model.variableTensors {
+            pointers[index] = variables + offset
+            offset += GreedyMemoryPlanner().align(model.tensors[index].byteCount)
+        }
+        resetVariables()
+    }
+
+    deinit {
+        arena.deallocate()
+        variables.deallocate()
+    }
+
+    /// Resets state (variable tensors) to its initial value: the model's initial data, or zeros.
+    public func resetVariables() {
+        for index in model.variableTensors {
+            let count = model.tensors[index].byteCount
+            let buffer = model.file.mainSubgraph.tensors[index].buffer
+            if let initial = model.file.bufferBytes(buffer), initial.count == count, let source = initial.baseAddress {
+                pointers[index].copyMemory(from: source, byteCount: count)
+            } else {
+                pointers[index].initializeMemory(as: UInt8.self, repeating: 0, count: count)
+            }
+        }
+    }
+
+    /// Runs the model on the current inputs.
+    public func invoke() {
+        let parallel = self.parallel
+        pointers.withUnsafeBufferPointer { table in
+            guard let base = table.baseAddress else { return }
+            for node in model.nodes {
+                node.inputs.withUnsafeBufferPointer { ins in
+                    node.outputs.withUnsafeBufferPointer { outs in
+                        guard let outBase = outs.baseAddress else { return }
+                        let inBase = ins.baseAddress ?? outBase
+                        node.kernel.run(KernelIO(
+                            tensors: base, inputIndices: inBase, inputCount: ins.count,
+                            outputIndices: outBase, outputCount: outs.count,
+                            scratch: node.scratchByteCount > 0 ? arena + node.scratchOffset : nil,
+                            parallel: parallel))
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Inputs and outputs
+
+    private func checkInput(_ index: Int) throws -> Int {
+        guard index >= 0, index < model.inputs.count else {
+            throw EngineError(.invalidArgument, "Input index \(index) is out of range: the model has \(model.inputs.count) inputs.")
+        }
+        return model.inputTensorIndices[index]
+    }
+
+    private func checkOutput(_ index: Int) throws -> Int {
+        guard index >= 0, index < model.outputs.count else {
+            throw EngineError(.invalidArgument, "Output index \(index) is out of range: the model has \(model.outputs.count) outputs.")
+        }
+        return model.outputTensorIndices[index]
+    }
+
+    /// Copies raw little-endian bytes into input `index`; the size must match exactly.
+    public func copyInput(_ bytes: UnsafeRawBufferPointer, at index: Int) throws {
+        let tensor = try checkInput(index)
+        let description = model.inputs[index]
+        guard bytes.count == description.byteCount else {
+            throw EngineError(.invalidArgument,
+                "Input \(index) ('\(description.name)') is \(description.type) \(description.shape) = \(description.byteCount) bytes, but \(bytes.count) bytes were given.")
+        }
+        if let source = bytes.baseAddress { pointers[tensor].copyMemory(from: source, byteCount: bytes.count) }
+    }
+
+    /// Copies `data` into input `index`; the size must match exactly.
+    public func copyInput(_ data: Data, at index: Int) throws {
+        try data.withUnsafeBytes { try copyInput($0, at: index) }
+    }
+
+    /// Copies `data` into the input named `name`.
+    public func copyInput(_ data: Data, named name: String) throws {
+        guard let index = model.inputIndex(named: name) else {
+            throw EngineError(.invalidArgument, "The model has no input named '\(name)'; its inputs are \(model.inputs.map(\.name)).")
+        }
+        try copyInput(data, at: index)
+    }
+
+    /// Zero-copy write access to input `index` (for preprocessing straight into the tensor).
+    public func withInputBuffer<R>(at index: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> R) throws -> R {
+        let tensor = try checkInput(index)
+        return try body(UnsafeMutableRawBufferPointer(start: pointers[tensor], count: model.inputs[index].byteCount))
+    }
+
+    /// A copy of output `index`'s bytes.
+    public func outputData(at index: Int) throws -> Data {
+        let tensor = try checkOutput(index)
+        return Data(bytes: pointers[tensor], count: model.outputs[index].byteCount)
+    }
+
+    /// A copy of the output named `name`.
+    public func outputData(named name: String) throws -> Data {
+        guard let index = model.outputIndex(named: name) else {
+            throw EngineError(.invalidArgument, "The model has no output named '\(name)'; its outputs are \(model.outputs.map(\.name)).")
+        }
+        return try outputData(at: index)
+    }
+
+    /// Zero-copy read access to output `index`, valid inside `body` until the next invoke.
+    public func withOutputBuffer<R>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let tensor = try checkOutput(index)
+        return try body(UnsafeRawBufferPointer(start: pointers[tensor], count: model.outputs[index].byteCount))
+    }
+
+    /// Output `index` as Float values: float32 copied, quantized uint8/int8 dequantized.
+    public func outputFloats(at index: Int) throws -> [Float] {
+        _ = try checkOutput(index)
+        let description = model.outputs[index]
+        return try withOutputBuffer(at: index) { raw in
+            let count = description.shape.elementCount ?? 0
+            let scale = description.quantization?.scale ?? 0
+            let zero = Float(description.quantization?.zeroPoint ?? 0)
+            switch description.type {
+            case .float32: return Array(raw.bindMemory(to: Float.self).prefix(count))
+            case .uint8: return raw.prefix(count).map { (Float($0) - zero) * scale }
+            case .int8: return raw.bindMemory(to: Int8.self).prefix(count).map { (Float($0) - zero) * scale }
+            case .int32: return raw.bindMemory(to: Int32.self).prefix(count).map { Float($0) }
+            case .int64: return raw.bindMemory(to: Int64.self).prefix(count).map { Float($0) }
+            default:
+                throw EngineError(.invalidArgument, "Output \(index) has type \(description.type), which cannot be read as floats.")
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import TFLiteFormat
+import TensorCore
+
+/// Options for compiling a model.
+public struct ModelOptions: Sendable {
+    /// The largest arena (working memory for intermediate tensors) a model may ask for.
+    public var maximumArenaBytes: Int = 4 << 30
+    /// The largest single tensor a model may declare.
+    public var maximumTensorBytes: Int = 2 << 30
+    public init() {}
+}
+
+/// A compiled model: the parsed file, every operator's prepared kernel, the execution order and
+/// the arena plan. Immutable and `Sendable`: create it once and share it; each thread (or caller)
+/// creates its own ``Interpreter``, which owns the tensor memory.
+///
+/// Compiling validates everything it can up front: tensor shapes and types against every
+/// operator's contract, quantization parameters, and that every operator is supported. Problems are
+/// ``EngineError``s that name the operator and node index.
+public final class Model: @unchecked Sendable {
+    /// The parsed model file (weights are read from its bytes in place).
+    public let file: TFLiteModel
+    public let inputs: [TensorDescription]
+    public let outputs: [TensorDescription]
+    /// Bytes of the arena each interpreter allocates for intermediate tensors.
+    public let arenaByteCount: Int
+    /// Bytes of persistent state (variable tensors) each interpreter allocates.
+    public let variableByteCount: Int
+
+    let tensors: [TensorInfo]
+    let nodes: [Node]
+    /// Arena offset of each non-constant, non-variable tensor (nil for constants, variables and unused tensors).
+    let arenaOffsets: [Int?]
+    let variableTensors: [Int]
+    let inputTensorIndices: [Int]
+    let outputTensorIndices: [Int]
+    private let ownedConstants: ConstantStore
+
+    struct Node {
+        let index: Int
+        let name: String
+        let kernel: any Kernel
+        let inputs: ContiguousArray<Int32>
+        let outputs: ContiguousArray<Int32>
+        let scratchOffset: Int
+        let scratchByteCount: Int
+    }
+
+    /// Loads and compiles the model file at `path`.
+    public convenience init(contentsOfFile path: String, options: ModelOptions = ModelOptions()) throws {
+        try self.init(file: try TFLiteModel(contentsOfFile: path), options: options)
+    }
+
+    /// Compiles model bytes.
+    public convenience init(data: Data, options: ModelOptions = ModelOptions()) throws {
+        try self.init(file: try TFLiteModel(data: data), options: options)
+    }
+
+    /// Compiles a parsed model.
+    public init(file: TFLiteModel, options: ModelOptions = ModelOptions()) throws {
+        self.file = file
+        let graph = file.mainSubgraph
+        let store = ConstantStore()
+        ownedConstants = store
+        var tensors = try ModelCompiler.tensorInfos(file: file, store: store, options: options)
+        let order = try ModelCompiler.executionOrder(graph)
+
+        // Prepare every operator in order, propagating shapes.
+        var prepared: [(op: Int, kernel: any Kernel, scratch: Int)] = []
+        let graphOutputs = Set(graph.outputs)
+        for opIndex in order {
+            let op = graph.operators[opIndex]
+            let code = file.operatorCode(of: op)
+            let name = code.displayName
+            guard let factory = KernelRegistry.factory(for: code) else {
+                let what = code.builtinCode == .custom ? "custom operator '\(code.customCode ?? "")'" : "builtin operator \(code.builtinCode.name)"
+                throw EngineError(.unsupportedOperator,
+                    "Unsupported \(what) at node \(opIndex): EdgeVision's engine does not implement it. Use a model built from supported ops (see `edgevision inspect`).",
+                    nodeIndex: opIndex, operatorName: name)
+            }
+            var context = OpContext(
+                nodeIndex: opIndex, operatorName: name, version: code.version, options: op.builtinOptions,
+                customOptions: file.customOptions(of: op),
+                inputs: op.inputs.map { $0 >= 0 ? tensors[$0] : nil },
+                outputs: op.outputs.map { tensors[$0] })
+            for output in op.outputs where tensors[output].isConstant || graph.inputs.contains(output) {
+                throw context.fail("writes tensor \(output) ('\(tensors[output].name)'), which is constant or a model input")
+            }
+            let kernel = try factory(&context)
+            for (position, output) in op.outputs.enumerated() {
+                let computed = context.outputs[position]
+                let declared = tensors[output].shape
+                guard computed.shape.allSatisfy({ $0 >= 0 }) else {
+                    throw context.fail("computed a negative dimension for output \(position): \(Shape(computed.shape))")
+                }
+                if declared != computed.shape && !declared.isEmpty && !graph.tensors[output].isVariable {
+                    throw context.fail("output \(position) ('\(tensors[output].name)') is declared \(Shape(declared)) but the operator produces \(Shape(computed.shape))")
+                }
+                try ModelCompiler.checkSize(computed, options: options, what: "output \(position) of \(name) (node \(opIndex))")
+                tensors[output].shape = computed.shape
+                tensors[output].type = computed.type
+                tensors[output].quantization = computed.quantization
+            }
+            // Constant folding: an operator whose inputs are all constant (e.g. DEQUANTIZE of float16
+            // weights) runs once here, and its outputs become constants.
+            let presentInputs = op.inputs.filter { $0 >= 0 }
+            let foldable = !presentInputs.isEmpty && presentInputs.allSatisfy { tensors[$0].isConstant }
+                && op.outputs.allSatisfy { !graphOutputs.contains($0) && !graph.tensors[$0].isVariable }
+            if foldable {
+                try ModelCompiler.fold(kernel: kernel, op: op, scratch: context.scratchByteCount, tensors: &tensors, store: store)
+            } else {
+                prepared.append((opIndex, kernel, context.scratchByteCount))
+            }
+        }
+
+        // Plan the arena over the remaining nodes.
+        let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { (graph.operators[$0.op], $0.scratch) }, options: options)
+        arenaByteCount = plan.arenaSize
+        arenaOffsets = plan.tensorOffsets
+        nodes = prepared.enumerated().map { position, entry in
+            let op = graph.operators[entry.op]
+            return Node(index: entry.op, name: file.operatorCode(of: op).displayName, kernel: entry.kernel,
+                        inputs: ContiguousArray(op.inputs.map { Int32($0) }), outputs: ContiguousArray(op.outputs.map { Int32($0) }),
+                        scratchOffset: plan.scratchOffsets[position], scratchByteCount: entry.scratch)
+        }
+        variableTensors = tensors.indices.filter { tensors[$0].constant == nil && graph.tensors[$0].isVariable }
+        variableByteCount = variableTensors.reduce(0) { $0 + GreedyMemoryPlanner().align(tensors[$1].byteCount) }
+        self.tensors = tensors
+        inputTensorIndices = graph.inputs
+        outputTensorIndices = graph.outputs
+        func describe(_ index: Int) -> TensorDescription {
+            let t = tensors[index]
+            return TensorDescription(name: t.name, type: t.type, shape: Shape(t.shape), quantization: t.quantization, byteCount: t.byteCount)
+        }
+        inputs = graph.inputs.map(describe)
+        outputs = graph.outputs.map(describe)
+    }
+
+    /// Index of the input named `name`, if any.
+    public func inputIndex(named name: String) -> Int? { inputs.firstIndex { $0.name == name } }
+    /// Index of the output named `name`, if any.
+    public func outputIndex(named name: String) -> Int? { outputs.firstIndex { $0.name == name } }
+}
+
+/// Memory owned by a compiled model: aligned copies of misaligned weights and folded constants.
+final class ConstantStore: @unchecked Sendable {
+    private var blocks: [UnsafeMutableRawPointer] = []
+
+    func allocate(_ byteCount: Int) -> UnsafeMutableRawPointer {
+        let block = UnsafeMutableRawPointer.allocate(byteCount: max(byteCount, 1), alignment: 64)
+        block.initializeMemory(as: UInt8.self, repeating: 0, count: max(byteCount, 1))
+        blocks.append(block)
+        return block
+    }
+
+    deinit {
+        for block in blocks { block.deallocate() }
+    }
+}

@@ -1,0 +1,6 @@
+import TFLiteFormat
+
+/// QUANTIZE (incl. requantize), DEQUANTIZE (incl. float16), CAST.
+enum QuantizeKernels {
+    static let builtins: [BuiltinOperator: KernelFactory] = [:]
+}
