@@ -7,6 +7,13 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// A runtime error of the tool itself (not of a library), with a message for the user. Exit code 1.
+struct CLIError: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}
+
 /// One subcommand: its name, its help text and how it runs.
 struct Command: Sendable {
     let name: String
@@ -31,7 +38,7 @@ struct Command: Sendable {
 }
 
 enum CommandLineTool {
-    static let commands: [Command] = [InspectCommand.command]
+    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command]
 
     static var overview: String {
         var text = """

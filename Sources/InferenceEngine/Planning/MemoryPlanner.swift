@@ -1,27 +1,35 @@
 /// A memory planner: places buffers with known lifetimes in one arena so that buffers alive at the
 /// same time never overlap. Strategies are swappable (TFLM's `MicroMemoryPlanner` idea).
-protocol MemoryPlanner {
+package protocol MemoryPlanner {
     /// Plans `buffers`; returns each buffer's offset (same order) and the arena size.
     func plan(_ buffers: [PlannedBuffer]) -> (offsets: [Int], arenaSize: Int)
 }
 
 /// A buffer to place: its size and the first and last step (node index) at which it is alive.
-struct PlannedBuffer: Hashable {
-    var size: Int
-    var firstUse: Int
-    var lastUse: Int
+package struct PlannedBuffer: Hashable {
+    package var size: Int
+    package var firstUse: Int
+    package var lastUse: Int
 
-    func overlapsInTime(_ other: PlannedBuffer) -> Bool {
+    package init(size: Int, firstUse: Int, lastUse: Int) {
+        self.size = size
+        self.firstUse = firstUse
+        self.lastUse = lastUse
+    }
+
+    package func overlapsInTime(_ other: PlannedBuffer) -> Bool {
         firstUse <= other.lastUse && other.firstUse <= lastUse
     }
 }
 
 /// Greedy by size: the largest buffers first, each at the lowest offset where it fits between the
 /// already placed buffers whose lifetimes overlap its own (TFLM's GreedyMemoryPlanner).
-struct GreedyMemoryPlanner: MemoryPlanner {
-    var alignment = 64
+package struct GreedyMemoryPlanner: MemoryPlanner {
+    package var alignment = 64
 
-    func plan(_ buffers: [PlannedBuffer]) -> (offsets: [Int], arenaSize: Int) {
+    package init(alignment: Int = 64) { self.alignment = alignment }
+
+    package func plan(_ buffers: [PlannedBuffer]) -> (offsets: [Int], arenaSize: Int) {
         var offsets = [Int](repeating: 0, count: buffers.count)
         let order = buffers.indices.sorted { a, b in
             buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b

@@ -1,0 +1,46 @@
+import InferenceEngine
+import XCTest
+
+final class MemoryPlannerTests: XCTestCase {
+    func testBuffersAliveTogetherNeverOverlapAndDeadOnesAreReused() {
+        // A chain a -> b -> c -> d: only neighbours are alive together.
+        let buffers = [
+            PlannedBuffer(size: 1000, firstUse: 0, lastUse: 1),
+            PlannedBuffer(size: 640, firstUse: 1, lastUse: 2),
+            PlannedBuffer(size: 1000, firstUse: 2, lastUse: 3),
+            PlannedBuffer(size: 64, firstUse: 3, lastUse: 4),
+        ]
+        let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
+        for i in buffers.indices {
+            for j in buffers.indices where i < j && buffers[i].overlapsInTime(buffers[j]) {
+                let a = offsets[i]..<(offsets[i] + buffers[i].size), b = offsets[j]..<(offsets[j] + buffers[j].size)
+                XCTAssertFalse(a.overlaps(b), "buffers \(i) and \(j) overlap")
+            }
+        }
+        // The peak is two live buffers (1024 + 640 after alignment); the two 1000-byte buffers share space.
+        XCTAssertEqual(size, 1024 + 640)
+        XCTAssertEqual(offsets[0], offsets[2])
+    }
+
+    func testRandomPlansAreValid() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let buffers = (0..<20).map { _ -> PlannedBuffer in
+                let first = Int.random(in: 0..<30, using: &generator)
+                return PlannedBuffer(size: Int.random(in: 1...5000, using: &generator), firstUse: first, lastUse: first + Int.random(in: 0..<6, using: &generator))
+            }
+            let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
+            var peak = 0
+            for step in 0..<36 {
+                peak = max(peak, buffers.filter { $0.firstUse <= step && step <= $0.lastUse }.map { ($0.size + 63) / 64 * 64 }.reduce(0, +))
+            }
+            XCTAssertGreaterThanOrEqual(size, peak)
+            for i in buffers.indices {
+                XCTAssertLessThanOrEqual(offsets[i] + buffers[i].size, size)
+                for j in buffers.indices where i < j && buffers[i].overlapsInTime(buffers[j]) {
+                    XCTAssertFalse((offsets[i]..<(offsets[i] + buffers[i].size)).overlaps(offsets[j]..<(offsets[j] + buffers[j].size)))
+                }
+            }
+        }
+    }
+}
