@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
         .library(name: "InferenceEngine", targets: ["InferenceEngine"]),
+        .library(name: "MediaIO", targets: ["MediaIO"]),
         .executable(name: "edgevision", targets: ["edgevision"]),
     ],
     targets: [
@@ -27,17 +28,29 @@ let package = Package(
         // Reading .tflite files: FlatBuffers reader + verifier, schema views, metadata, ZIP, FlexBuffers.
         .target(name: "TFLiteFormat", dependencies: ["TensorCore", "CZlib"]),
 
+        // Image codecs from Debian: libjpeg-turbo (TurboJPEG API), libspng, libwebp.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CSPNG", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
+        .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+
+        // Pictures in and out: pixel buffers, decoders/encoders, orientation, video, annotation.
+        .target(name: "MediaIO", dependencies: ["CTurboJPEG", "CSPNG", "CWebP"]),
+
         // The interpreter: compiled models, kernels (one op per file), memory planning.
         .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore"]),
 
+        // What both task APIs share: model compatibility, image preprocessing, errors.
+        .target(name: "VisionCore", dependencies: ["InferenceEngine", "MediaIO", "TFLiteFormat", "TensorCore"]),
+
         // The command-line tool.
-        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat", "InferenceEngine"]),
+        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat", "InferenceEngine", "MediaIO", "VisionCore"]),
 
         // Shared helpers for the tests (finding ../shared, seeded RNG). Not a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
         .testTarget(name: "InferenceEngineTests", dependencies: ["InferenceEngine", "TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["edgevision", "TestSupport"]),
     ]
 )
