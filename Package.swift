@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "TFLiteFormat", targets: ["TFLiteFormat"]),
         .library(name: "InferenceEngine", targets: ["InferenceEngine"]),
         .library(name: "MediaIO", targets: ["MediaIO"]),
+        .library(name: "EdgeVision", targets: ["EdgeVision"]),
+        .library(name: "EdgeVisionTasks", targets: ["EdgeVisionTasks"]),
         .executable(name: "edgevision", targets: ["edgevision"]),
     ],
     targets: [
@@ -32,9 +34,12 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CSPNG", pkgConfig: "spng", providers: [.apt(["libspng-dev"])]),
         .systemLibrary(name: "CWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+        // Video (Debian: libavformat/libavcodec/libswscale/libavutil -dev) and text (libfreetype-dev).
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        .systemLibrary(name: "CFreeType", pkgConfig: "freetype2", providers: [.apt(["libfreetype-dev"])]),
 
         // Pictures in and out: pixel buffers, decoders/encoders, orientation, video, annotation.
-        .target(name: "MediaIO", dependencies: ["CTurboJPEG", "CSPNG", "CWebP"]),
+        .target(name: "MediaIO", dependencies: ["CTurboJPEG", "CSPNG", "CWebP", "CFFmpeg", "CFreeType"]),
 
         // The interpreter: compiled models, kernels (one op per file), memory planning.
         .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore"]),
@@ -42,15 +47,21 @@ let package = Package(
         // What both task APIs share: model compatibility, image preprocessing, errors.
         .target(name: "VisionCore", dependencies: ["InferenceEngine", "MediaIO", "TFLiteFormat", "TensorCore"]),
 
+        // The ML Kit-style API: VisionImage, ImageLabeler, ObjectDetector, Segmenter, ModelManager.
+        .target(name: "EdgeVision", dependencies: ["VisionCore", "InferenceEngine", "MediaIO"]),
+
+        // The MediaPipe Tasks-style API: MPImage, ImageClassifier, ObjectDetector.
+        .target(name: "EdgeVisionTasks", dependencies: ["VisionCore", "InferenceEngine", "MediaIO"]),
+
         // The command-line tool.
-        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat", "InferenceEngine", "MediaIO", "VisionCore"]),
+        .executableTarget(name: "edgevision", dependencies: ["TFLiteFormat", "InferenceEngine", "MediaIO", "VisionCore", "EdgeVision", "EdgeVisionTasks"]),
 
         // Shared helpers for the tests (finding ../shared, seeded RNG). Not a product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
         .testTarget(name: "InferenceEngineTests", dependencies: ["InferenceEngine", "TFLiteFormat", "TestSupport"]),
-        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "TestSupport"]),
+        .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "VisionCore", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["edgevision", "TestSupport"]),
     ]
 )
