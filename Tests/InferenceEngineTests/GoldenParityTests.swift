@@ -114,42 +114,63 @@ final class GoldenParityTests: XCTestCase {
         }
     }
 
-    /// SSD post-processing outputs: same count and classes; boxes and scores within 0.01; matched as a set.
+    typealias Detection = (box: [Float], cls: Float, score: Float)
+
+    /// SSD post-processing outputs: same count and classes; boxes and scores within 0.01; matched as
+    /// a set. For a model whose two official kernel sets (XNNPACK and builtin) do not meet that rule
+    /// against each other (traffic_model: its 40 low-confidence detections reorder and change class
+    /// between the two), the rule cannot define parity; there the engine must leave no more detections
+    /// unmatched against the closer golden than the two goldens leave against each other.
     func compareDetections(_ interpreter: Interpreter, _ outputs: [OutputRecord], directory: URL, image: String) throws -> Comparison {
         let sorted = outputs.sorted { $0.index < $1.index }
-        func detections(_ read: (OutputRecord) throws -> [Float]) throws -> [(box: [Float], cls: Float, score: Float)] {
+        func detections(_ read: (OutputRecord) throws -> [Float]) throws -> [Detection] {
             let boxes = try read(sorted[0]), classes = try read(sorted[1]), scores = try read(sorted[2]), count = try read(sorted[3])
             let n = max(0, min(Int(count.first ?? 0), classes.count, scores.count, boxes.count / 4))
             return (0..<n).map { (Array(boxes[(4 * $0)..<(4 * $0 + 4)]), classes[$0], scores[$0]) }
         }
         let ours = try detections { floats(try interpreter.outputData(at: $0.index)) }
-        var best: Comparison?
+        var references: [(name: String, detections: [Detection])] = []
         for prefix in ["", "builtin."] {
             let reference = try? detections { record in
                 let file = prefix.isEmpty ? record.file : record.file.replacingOccurrences(of: ".output_", with: ".builtin.output_")
                 return floats(try Data(contentsOf: directory.appendingPathComponent(file)))
             }
-            guard let reference else { continue }
-            var unmatched = Array(ours.indices)
-            var worstBox: Float = 0, worstScore: Float = 0, allMatched = ours.count == reference.count
-            for r in reference {
-                let candidate = unmatched.first { i in
-                    ours[i].cls == r.cls && zip(ours[i].box, r.box).allSatisfy { abs($0 - $1) <= 0.01 } && abs(ours[i].score - r.score) <= 0.01
-                }
-                if let c = candidate {
-                    unmatched.removeAll { $0 == c }
-                    worstBox = max(worstBox, zip(ours[c].box, r.box).map { abs($0 - $1) }.max() ?? 0)
-                    worstScore = max(worstScore, abs(ours[c].score - r.score))
-                } else {
-                    allMatched = false
-                }
-            }
-            let comparison = Comparison(passed: allMatched,
-                summary: String(format: "%d vs %d detections, box %.4f score %.4f%@", ours.count, reference.count, worstBox, worstScore, prefix.isEmpty ? "" : " (builtin)"))
-            if comparison.passed { return comparison }
-            best = best ?? comparison
+            if let reference { references.append((prefix.isEmpty ? "xnnpack" : "builtin", reference)) }
         }
-        return best ?? Comparison(passed: false, summary: "no reference")
+        guard !references.isEmpty else { return Comparison(passed: false, summary: "no reference") }
+        let matches = references.map { (name: $0.name, result: match(ours, $0.detections)) }
+        let best = matches.min { $0.result.unmatched < $1.result.unmatched } ?? matches[0]
+        let summary = String(format: "%d vs %d detections, %d unmatched (%@), box %.4f score %.4f",
+                             ours.count, references[0].detections.count, best.result.unmatched, best.name, best.result.worstBox, best.result.worstScore)
+        if best.result.unmatched == 0 && ours.count == references[0].detections.count { return Comparison(passed: true, summary: summary) }
+        if references.count == 2 {
+            let official = match(references[0].detections, references[1].detections).unmatched
+            if official > 0 {
+                return Comparison(passed: ours.count == references[0].detections.count && best.result.unmatched <= official,
+                                  summary: summary + " (LiteRT's two kernel sets: \(official) unmatched)")
+            }
+        }
+        return Comparison(passed: false, summary: summary)
+    }
+
+    /// Greedy set matching: each reference detection takes the first unused detection with the same
+    /// class, box corners within 0.01 and score within 0.01.
+    func match(_ ours: [Detection], _ reference: [Detection]) -> (unmatched: Int, worstBox: Float, worstScore: Float) {
+        var unused = Array(ours.indices)
+        var unmatched = 0, worstBox: Float = 0, worstScore: Float = 0
+        for r in reference {
+            let candidate = unused.first { i in
+                ours[i].cls == r.cls && zip(ours[i].box, r.box).allSatisfy { abs($0 - $1) <= 0.01 } && abs(ours[i].score - r.score) <= 0.01
+            }
+            if let c = candidate {
+                unused.removeAll { $0 == c }
+                worstBox = max(worstBox, zip(ours[c].box, r.box).map { abs($0 - $1) }.max() ?? 0)
+                worstScore = max(worstScore, abs(ours[c].score - r.score))
+            } else {
+                unmatched += 1
+            }
+        }
+        return (unmatched + max(0, ours.count - reference.count), worstBox, worstScore)
     }
 
     func floats(_ data: Data) -> [Float] {
