@@ -38,7 +38,7 @@ struct Command: Sendable {
 }
 
 enum CommandLineTool {
-    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command]
+    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command, DetectCommand.detect, DetectCommand.track]
 
     static var overview: String {
         var text = """
