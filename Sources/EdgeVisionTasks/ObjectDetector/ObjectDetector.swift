@@ -1,0 +1,156 @@
+import Foundation
+import InferenceEngine
+import MediaIO
+import VisionCore
+
+/// A detected object (MediaPipe's `Detection`).
+public struct Detection: Sendable, Hashable {
+    /// Categories of the object, best first (one per detection for SSD models).
+    public let categories: [ResultCategory]
+    /// The box in the upright image's pixel coordinates.
+    public let boundingBox: CGRect
+}
+
+/// The result of a detection (MediaPipe's `ObjectDetectorResult`).
+public struct ObjectDetectorResult: Sendable, Hashable {
+    public let detections: [Detection]
+    public let timestampInMilliseconds: Int
+}
+
+/// Receives live-stream results of an ``ObjectDetector`` on a private serial queue, in timestamp order.
+public protocol ObjectDetectorLiveStreamDelegate: AnyObject, Sendable {
+    func objectDetector(_ objectDetector: ObjectDetector, didFinishDetection result: ObjectDetectorResult?,
+                        timestampInMilliseconds: Int, error: Error?)
+    /// Beyond MediaPipe: a live-stream frame was dropped because a newer one arrived while busy.
+    func objectDetector(_ objectDetector: ObjectDetector, didDropFrameWithTimestampInMilliseconds timestamp: Int)
+}
+
+extension ObjectDetectorLiveStreamDelegate {
+    public func objectDetector(_ objectDetector: ObjectDetector, didDropFrameWithTimestampInMilliseconds timestamp: Int) {}
+}
+
+/// Options of an ``ObjectDetector`` (MediaPipe's `ObjectDetectorOptions`).
+public final class ObjectDetectorOptions: @unchecked Sendable {
+    public var baseOptions = BaseOptions()
+    public var runningMode: RunningMode = .image
+    public var displayNamesLocale: String? = "en"
+    /// Maximum detections; -1 (default) = all; 0 is an error.
+    public var maxResults: Int = -1
+    /// Detections scoring below this are dropped; nil uses the metadata threshold if any.
+    public var scoreThreshold: Float?
+    public var categoryAllowlist: [String] = []
+    public var categoryDenylist: [String] = []
+    public weak var objectDetectorLiveStreamDelegate: ObjectDetectorLiveStreamDelegate?
+    public init() {}
+}
+
+/// Detects objects with a detection model that carries TFLite metadata (MediaPipe's
+/// `ObjectDetector`): SSD-style models ending in TFLite_Detection_PostProcess, with labels.
+/// Unlike ML Kit, custom detection models are welcome here.
+public final class ObjectDetector: @unchecked Sendable {
+    let model: TaskModel
+    let spec: DetectorSpec
+    let maxResults: Int
+    let scoreThreshold: Float?
+    let allowlist: Set<String>, denylist: Set<String>
+    public let runningMode: RunningMode
+    private let timestamps = TimestampValidator()
+    private var scheduler: LiveStreamScheduler<MPImage, ObjectDetectorResult>?
+    private weak var delegate: ObjectDetectorLiveStreamDelegate?
+
+    public convenience init(modelPath: String) throws {
+        let options = ObjectDetectorOptions()
+        options.baseOptions.modelAssetPath = modelPath
+        try self.init(options: options)
+    }
+
+    public init(options: ObjectDetectorOptions) throws {
+        guard options.maxResults != 0 else { throw VisionError(.invalidOptions, "Invalid max_results option: value must be != 0.") }
+        guard options.categoryAllowlist.isEmpty || options.categoryDenylist.isEmpty else {
+            throw VisionError(.invalidOptions, "`categoryAllowlist` and `categoryDenylist` are mutually exclusive options.")
+        }
+        let delegate = options.objectDetectorLiveStreamDelegate
+        switch options.runningMode {
+        case .image, .video:
+            guard delegate == nil else {
+                throw VisionError(.invalidOptions, "The vision task is in image or video mode. The delegate must not be set in the task's options.")
+            }
+        case .liveStream:
+            guard delegate != nil else {
+                throw VisionError(.invalidOptions, "The vision task is in live stream mode. An object must be set as the delegate of the task in its options to ensure asynchronous delivery of results.")
+            }
+        }
+        model = try options.baseOptions.loadModel()
+        guard model.metadata != nil else {
+            throw VisionError(.incompatibleModel, "Object detection models require TFLite Model Metadata but none was found")
+        }
+        spec = try DetectorSpec(model: model, displayNamesLocale: options.displayNamesLocale ?? "en")
+        if (!options.categoryAllowlist.isEmpty || !options.categoryDenylist.isEmpty), spec.labels == nil {
+            throw VisionError(.invalidOptions, "Using `categoryAllowlist` or `categoryDenylist` requires labels to be present in the TFLite Model Metadata but none was found.")
+        }
+        maxResults = options.maxResults
+        scoreThreshold = options.scoreThreshold
+        allowlist = Set(options.categoryAllowlist)
+        denylist = Set(options.categoryDenylist)
+        runningMode = options.runningMode
+        self.delegate = delegate
+        if runningMode == .liveStream {
+            scheduler = LiveStreamScheduler(
+                work: { [unowned self] image, timestamp in try self.run(image, timestamp: timestamp) },
+                deliver: { [weak self] result, timestamp in
+                    guard let self, let delegate = self.delegate else { return }
+                    switch result {
+                    case .success(let value): delegate.objectDetector(self, didFinishDetection: value, timestampInMilliseconds: timestamp, error: nil)
+                    case .failure(let error): delegate.objectDetector(self, didFinishDetection: nil, timestampInMilliseconds: timestamp, error: error)
+                    }
+                },
+                dropped: { [weak self] timestamp in
+                    guard let self, let delegate = self.delegate else { return }
+                    delegate.objectDetector(self, didDropFrameWithTimestampInMilliseconds: timestamp)
+                })
+        }
+    }
+
+    deinit { scheduler?.waitUntilIdle() }
+
+    public func detect(image: MPImage) throws -> ObjectDetectorResult {
+        try runningMode.check(expected: .image)
+        return try run(image, timestamp: 0)
+    }
+
+    public func detect(videoFrame image: MPImage, timestampInMilliseconds: Int) throws -> ObjectDetectorResult {
+        try runningMode.check(expected: .video)
+        try timestamps.accept(timestampInMilliseconds)
+        return try run(image, timestamp: timestampInMilliseconds)
+    }
+
+    public func detectAsync(image: MPImage, timestampInMilliseconds: Int) throws {
+        try runningMode.check(expected: .liveStream)
+        try timestamps.accept(timestampInMilliseconds)
+        scheduler?.submit(image, timestamp: timestampInMilliseconds)
+    }
+
+    /// Blocks until every live-stream frame sent so far has been processed and delivered.
+    public func waitUntilIdle() { scheduler?.waitUntilIdle() }
+
+    func run(_ image: MPImage, timestamp: Int) throws -> ObjectDetectorResult {
+        let boxes = try model.withInterpreter { interpreter -> [DetectedBox] in
+            try ImagePreprocessor.write(image.pixelBuffer, orientation: image.orientation, spec: model.imageInput, into: interpreter)
+            interpreter.invoke()
+            return try spec.detections(from: interpreter, width: image.width, height: image.height)
+        }
+        let threshold = scoreThreshold ?? spec.metadataScoreThreshold
+        var detections: [Detection] = []
+        for box in boxes {
+            if let threshold, box.score < threshold { continue }
+            if !allowlist.isEmpty, !allowlist.contains(box.label ?? "") { continue }
+            if let label = box.label, denylist.contains(label) { continue }
+            let display = spec.displayNames.flatMap { box.classIndex >= 0 && box.classIndex < $0.count ? $0[box.classIndex] : nil }
+            detections.append(Detection(
+                categories: [ResultCategory(index: box.classIndex, score: box.score, categoryName: box.label, displayName: display)],
+                boundingBox: CGRect(x: box.rect.x, y: box.rect.y, width: box.rect.width, height: box.rect.height)))
+            if maxResults > 0, detections.count == maxResults { break }
+        }
+        return ObjectDetectorResult(detections: detections, timestampInMilliseconds: timestamp)
+    }
+}
