@@ -47,6 +47,8 @@ enum FixedPoint {
     @inline(__always)
     static func roundingDivideByPOT(_ x: Int32, _ exponent: Int) -> Int32 {
         guard exponent > 0 else { return x }
+        // Shifting an Int32 by 31 or more leaves only the sign; the rounded quotient is 0.
+        guard exponent < 31 else { return 0 }
         let mask = Int32((Int64(1) << exponent) - 1)
         let remainder = x & mask
         let threshold = (mask >> 1) + (x < 0 ? 1 : 0)
@@ -66,8 +68,10 @@ enum FixedPoint {
     /// stored in `type` (TFLite's CalculateActivationRangeQuantized).
     static func activationRange(_ activation: FusedActivation, scale: Float, zeroPoint: Int32, type: ElementType) -> (min: Int32, max: Int32) {
         let (qmin, qmax) = integerRange(type)
+        // TFLite: zero_point + TfLiteRound(f / scale), in float.
         func quantize(_ v: Float) -> Int32 {
-            let q = Double(zeroPoint) + (Double(v) / Double(scale)).rounded(.toNearestOrAwayFromZero)
+            let q = Double(zeroPoint) + Double((v / scale).rounded(.toNearestOrAwayFromZero))
+            guard q.isFinite else { return q > 0 ? Int32.max : Int32.min }
             return Int32(clamping: Int64(Swift.max(Swift.min(q, 2e9), -2e9)))
         }
         switch activation {

@@ -1,0 +1,26 @@
+import Foundation
+import TFLiteFormat
+import TensorCore
+
+/// LOGISTIC (sigmoid): float32, and uint8/int8 through TFLite's 256-entry table computed in float
+/// from the dequantized input (activations.cc SigmoidPrepare, kGenericOptimized), which requires
+/// an output scale of exactly 1/256.
+enum Logistic {
+    static func prepare(_ context: inout OpContext) throws -> any Kernel {
+        let input = try Unary.prepareOperands(&context, types: [.float32, .uint8, .int8])
+        if input.type == .float32 {
+            return Unary.floatKernel(count: input.elementCount, function: LogisticFunction())
+        }
+        try Unary.expectQuantized(context, input)
+        let output = context.outputs[0]
+        guard Double(output.scale) == 1.0 / 256 else {
+            throw context.fail("\(output.type) output must have scale 1/256, has \(output.scale)", code: .invalidQuantization)
+        }
+        return Unary.lookupKernel(input, Unary.floatTable(input: input, output: output) { 1 / (1 + Foundation.exp(-$0)) })
+    }
+}
+
+struct LogisticFunction: UnaryFloatFunction {
+    @inline(__always)
+    func callAsFunction(_ x: Float) -> Float { 1 / (1 + Foundation.exp(-x)) }
+}
