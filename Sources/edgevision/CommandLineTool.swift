@@ -38,7 +38,7 @@ struct Command: Sendable {
 }
 
 enum CommandLineTool {
-    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command, DetectCommand.detect, DetectCommand.track]
+    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command, DetectCommand.detect, DetectCommand.track, ModelsCommand.command]
 
     static var overview: String {
         var text = """

@@ -7,7 +7,7 @@ enum ClassifyCommand {
     static let command = Command(
         name: "classify",
         summary: "Classify an image (MediaPipe image classifier) with a model.",
-        usage: "classify IMAGE --model MODEL [--max-results N] [--score-threshold T] [--allow a,b] [--deny a,b] [--locale L] [--roi x,y,w,h] [--json]",
+        usage: "classify IMAGE... --model MODEL [--max-results N] [--score-threshold T] [--allow a,b] [--deny a,b] [--locale L] [--roi x,y,w,h] [--json]",
         options: [
             .value("model", "MODEL", "The classification model (.tflite)."),
             .value("max-results", "N", "Maximum categories per head (default: all)."),
@@ -17,13 +17,13 @@ enum ClassifyCommand {
             .value("locale", "L", "Locale of display names (default en)."),
             .value("roi", "x,y,w,h", "Region of interest, normalized [0,1] coordinates of the stored image."),
             .value("orientation", "O", "up|down|left|right (mirrored orientations are rejected, as in MediaPipe)."),
-            .flag("json", "Print {\"classifications\":[{\"headIndex\",\"headName\",\"categories\":[...]}]}."),
-        ],
+            .flag("json", "Print {\"classifications\":[{\"headIndex\",\"headName\",\"categories\":[...]}]} (JSON Lines for several images)."),
+        ] + Batch.options,
         example: "edgevision classify ../shared/images/burger.jpg --model ../shared/models/mobilenet_v2_1.0_224_quant.tflite --max-results 5",
         run: run)
 
     static func run(_ args: ParsedArguments) throws {
-        let imagePath = try args.requirePositionals(["IMAGE"])[0]
+        guard !args.positionals.isEmpty else { throw UsageError("missing argument IMAGE") }
         guard let modelPath = args.value("model") else { throw UsageError("missing option --model MODEL") }
         let options = ImageClassifierOptions()
         options.baseOptions.modelAssetPath = modelPath
@@ -41,11 +41,18 @@ enum ClassifyCommand {
         }
         let orientation = try TensorCommand.parseOrientation(args.value("orientation"))
         let classifier = try ImageClassifier(options: options)
-        let image = try MPImage(contentsOf: URL(fileURLWithPath: imagePath), orientation: orientation)
-        let result = try classifier.classify(image: image, regionOfInterest: roi)
-        let heads = result.classificationResult.classifications
-        if args.flag("json") {
-            print(JSON.object([("classifications", .array(heads.map { head in
+        let region = roi
+        try Batch.run(args, inputs: args.positionals) { path in
+            let image = try MPImage(contentsOf: URL(fileURLWithPath: path), orientation: orientation)
+            let heads = try classifier.classify(image: image, regionOfInterest: region).classificationResult.classifications
+            var text = ""
+            for head in heads {
+                text += "head \(head.headIndex)\(head.headName.map { " (\($0))" } ?? ""):\n     score  index  category\n"
+                for c in head.categories {
+                    text += String(format: "%10.4f  %5d  ", c.score, c.index) + (c.displayName ?? c.categoryName ?? "") + "\n"
+                }
+            }
+            return ItemResult(fields: [("classifications", .array(heads.map { head in
                 .object([
                     ("headIndex", .int(head.headIndex)),
                     ("headName", .optional(head.headName) { .string($0) }),
@@ -55,15 +62,7 @@ enum ClassifyCommand {
                                  ("displayName", .optional(c.displayName) { .string($0) })])
                     })),
                 ])
-            }))]).serialized)
-        } else {
-            for head in heads {
-                print("head \(head.headIndex)\(head.headName.map { " (\($0))" } ?? ""):")
-                print("     score  index  category")
-                for c in head.categories {
-                    print(String(format: "%10.4f  %5d  ", c.score, c.index) + (c.displayName ?? c.categoryName ?? ""))
-                }
-            }
+            }))], text: text)
         }
     }
 

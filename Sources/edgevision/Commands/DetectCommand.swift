@@ -16,12 +16,12 @@ enum DetectCommand {
     static let detect = Command(
         name: "detect",
         summary: "Detect objects in an image (ML Kit object detection, single-image mode).",
-        usage: "detect IMAGE [--multiple] [--classify] [--custom-model MODEL] [--threshold T] [--max-labels N] [--orientation O] [--annotate OUT.png] [--json]",
+        usage: "detect IMAGE... [--multiple] [--classify] [--custom-model MODEL] [--threshold T] [--max-labels N] [--orientation O] [--annotate OUT.png] [--json]",
         options: sharedOptions + [
             .value("orientation", "O", "How the stored image must be turned to be upright (default: EXIF, else up)."),
-            .value("annotate", "OUT.png", "Write the image with boxes and labels drawn on it (.png or .jpg)."),
-            .flag("json", "Print {\"objects\":[{\"frame\":{\"x\",\"y\",\"width\",\"height\"},\"trackingID\":null,\"labels\":[...]}]}."),
-        ],
+            .value("annotate", "OUT.png", "Write the image with boxes and labels drawn on it (.png or .jpg); a directory when several images are given."),
+            .flag("json", "Print {\"objects\":[{\"frame\":{\"x\",\"y\",\"width\",\"height\"},\"trackingID\":null,\"labels\":[...]}]} (JSON Lines for several images)."),
+        ] + Batch.options,
         example: "edgevision detect ../shared/images/cats_and_dogs.jpg --multiple --classify --json",
         run: runDetect)
 
@@ -94,27 +94,34 @@ enum DetectCommand {
     }
 
     static func runDetect(_ args: ParsedArguments) throws {
-        let imagePath = try args.requirePositionals(["IMAGE"])[0]
+        guard !args.positionals.isEmpty else { throw UsageError("missing argument IMAGE") }
         let orientation = try TensorCommand.parseOrientation(args.value("orientation"))
         let detector = try makeDetector(args, mode: .singleImage)
-        let image = try VisionImage(contentsOf: URL(fileURLWithPath: imagePath))
-        if let orientation { image.orientation = orientation }
-        let objects = try detector.results(in: image)
-        if let out = args.value("annotate") {
-            let upright = try image.pixelBuffer.oriented(image.orientation, format: .rgb8)
-            draw(objects, on: try Canvas(upright))
-            try ImageEncoder.write(upright, to: URL(fileURLWithPath: out))
+        let annotate = args.value("annotate")
+        let several = args.positionals.count > 1 || Batch.isDirectory(args.positionals[0])
+        if let annotate, several {
+            try FileManager.default.createDirectory(atPath: annotate, withIntermediateDirectories: true)
         }
-        if args.flag("json") {
-            print(JSON.object([("objects", json(objects))]).serialized)
-        } else {
-            print("objects: \(objects.count)")
+        try Batch.run(args, inputs: args.positionals) { path in
+            let image = try VisionImage(contentsOf: URL(fileURLWithPath: path))
+            if let orientation { image.orientation = orientation }
+            let objects = try detector.results(in: image)
+            if let annotate {
+                let upright = try image.pixelBuffer.oriented(image.orientation, format: .rgb8)
+                draw(objects, on: try Canvas(upright))
+                let out = several
+                    ? URL(fileURLWithPath: annotate).appendingPathComponent(URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent + ".png")
+                    : URL(fileURLWithPath: annotate)
+                try ImageEncoder.write(upright, to: out)
+            }
+            var text = "objects: \(objects.count)\n"
             for object in objects {
                 let f = object.frame
                 let labels = object.labels.map { "\($0.text.isEmpty ? "#\($0.index)" : $0.text) \(String(format: "%.2f", $0.confidence))" }
-                print(String(format: "  x %.0f y %.0f w %.0f h %.0f", Double(f.origin.x), Double(f.origin.y), Double(f.width), Double(f.height))
-                      + (labels.isEmpty ? "" : "  " + labels.joined(separator: ", ")))
+                text += String(format: "  x %.0f y %.0f w %.0f h %.0f", Double(f.origin.x), Double(f.origin.y), Double(f.width), Double(f.height))
+                    + (labels.isEmpty ? "" : "  " + labels.joined(separator: ", ")) + "\n"
             }
+            return ItemResult(fields: [("objects", json(objects))], text: text)
         }
     }
 

@@ -7,19 +7,19 @@ enum LabelCommand {
     static let command = Command(
         name: "label",
         summary: "Label an image (ML Kit image labeling) with the default or a custom model.",
-        usage: "label IMAGE [--model MODEL] [--threshold T] [--max-results N] [--orientation O] [--json]",
+        usage: "label IMAGE... [--model MODEL] [--threshold T] [--max-results N] [--orientation O] [--json]",
         options: [
             .value("model", "MODEL", "A custom classification model (default: \(ImageLabelerOptions.defaultModelFileName) from EDGEVISION_MODELS or the model cache)."),
             .value("threshold", "T", "Minimum confidence in [0, 1] (default: the model's metadata threshold, else 0)."),
             .value("max-results", "N", "Maximum labels (default 10)."),
             .value("orientation", "O", "How the stored image must be turned to be upright: \(ImageOrientation.allCases.map(\.rawValue).joined(separator: "|")) (default: EXIF, else up)."),
-            .flag("json", "Print {\"labels\":[{\"text\",\"confidence\",\"index\"}]}."),
-        ],
+            .flag("json", "Print {\"labels\":[{\"text\",\"confidence\",\"index\"}]} (JSON Lines with \"input\" for several images)."),
+        ] + Batch.options,
         example: "edgevision label ../shared/images/burger.jpg",
         run: run)
 
     static func run(_ args: ParsedArguments) throws {
-        let imagePath = try args.requirePositionals(["IMAGE"])[0]
+        guard !args.positionals.isEmpty else { throw UsageError("missing argument IMAGE") }
         let threshold = try args.double("threshold")
         if let threshold, !(0...1).contains(threshold) { throw UsageError("--threshold must be in [0, 1]") }
         let maxResults = try args.int("max-results")
@@ -36,20 +36,17 @@ enum LabelCommand {
         }
         if let threshold { options.confidenceThreshold = NSNumber(value: threshold) }
         let labeler = try ImageLabeler.imageLabeler(options: options)
-        let image = try VisionImage(contentsOf: URL(fileURLWithPath: imagePath))
-        if let orientation { image.orientation = orientation }
-        var labels = try labeler.results(in: image)
-        if args.value("model") == nil, let maxResults, labels.count > maxResults { labels.removeLast(labels.count - maxResults) }
-
-        if args.flag("json") {
-            print(JSON.object([("labels", .array(labels.map {
+        let trim = args.value("model") == nil ? maxResults : nil
+        try Batch.run(args, inputs: args.positionals) { path in
+            let image = try VisionImage(contentsOf: URL(fileURLWithPath: path))
+            if let orientation { image.orientation = orientation }
+            var labels = try labeler.results(in: image)
+            if let trim, labels.count > trim { labels.removeLast(labels.count - trim) }
+            var text = "confidence  index  label\n"
+            for label in labels { text += String(format: "%10.4f  %5d  ", label.confidence, label.index) + label.text + "\n" }
+            return ItemResult(fields: [("labels", .array(labels.map {
                 .object([("text", .string($0.text)), ("confidence", .number($0.confidence)), ("index", .int($0.index))])
-            }))]).serialized)
-        } else {
-            print("confidence  index  label")
-            for label in labels {
-                print(String(format: "%10.4f  %5d  ", label.confidence, label.index) + label.text)
-            }
+            }))], text: text)
         }
     }
 }

@@ -7,7 +7,7 @@ enum SegmentCommand {
     static let command = Command(
         name: "segment",
         summary: "Separate people from the background (ML Kit selfie segmentation); write masks or background effects.",
-        usage: "segment IMAGE [--mode single|stream] [--raw-size] [--model MODEL] [--landscape] [--orientation O] [--mask-out MASK.png] [--mask-raw MASK.f32] [--background remove|blur|#RRGGBB|IMAGE --out OUT.png] [--json]",
+        usage: "segment IMAGE... [--mode single|stream] [--raw-size] [--model MODEL] [--landscape] [--orientation O] [--mask-out MASK.png] [--mask-raw MASK.f32] [--background remove|blur|#RRGGBB|IMAGE --out OUT.png] [--json]",
         options: [
             .value("mode", "single|stream", "Segmenter mode (default single for one image; stream smooths over frames)."),
             .flag("raw-size", "Keep the mask at the model's output size instead of the image's size."),
@@ -18,13 +18,17 @@ enum SegmentCommand {
             .value("mask-raw", "MASK.f32", "Write the mask as raw float32, little-endian, row-major, no header."),
             .value("background", "EFFECT", "remove (transparent PNG), blur, a colour #RRGGBB, or an image file to put behind the person."),
             .value("out", "OUT.png", "Where to write the image with the background effect."),
-            .flag("json", "Print {\"width\",\"height\",\"foregroundFraction\"}."),
-        ],
+            .flag("json", "Print {\"width\",\"height\",\"foregroundFraction\"} (JSON Lines for several images)."),
+        ] + Batch.options,
         example: "edgevision segment ../shared/images/sergey.png --background blur --out /tmp/blurred.png",
         run: run)
 
     static func run(_ args: ParsedArguments) throws {
-        let imagePath = try args.requirePositionals(["IMAGE"])[0]
+        guard !args.positionals.isEmpty else { throw UsageError("missing argument IMAGE") }
+        let several = args.positionals.count > 1 || Batch.isDirectory(args.positionals[0])
+        if several, args.value("mask-out") != nil || args.value("mask-raw") != nil || args.value("out") != nil {
+            throw UsageError("--mask-out, --mask-raw and --out take one image; give one IMAGE")
+        }
         let options = SelfieSegmenterOptions()
         switch args.value("mode") ?? "single" {
         case "single": options.segmenterMode = .singleImage
@@ -40,28 +44,28 @@ enum SegmentCommand {
         let orientation = try TensorCommand.parseOrientation(args.value("orientation"))
 
         let segmenter = try Segmenter.segmenter(options: options)
-        let image = try VisionImage(contentsOf: URL(fileURLWithPath: imagePath))
-        if let orientation { image.orientation = orientation }
-        let mask = try segmenter.results(in: image)
-
-        if let path = args.value("mask-out") {
-            let grey = try PixelBuffer(width: mask.width, height: mask.height, format: .gray8)
-            grey.withUnsafeMutableBytes { out in
-                for (i, v) in mask.values.enumerated() { out[i] = UInt8((min(max(v, 0), 1) * 255).rounded()) }
+        let maskOut = args.value("mask-out"), maskRaw = args.value("mask-raw"), out = args.value("out")
+        try Batch.run(args, inputs: args.positionals) { path in
+            let image = try VisionImage(contentsOf: URL(fileURLWithPath: path))
+            if let orientation { image.orientation = orientation }
+            let mask = try segmenter.results(in: image)
+            if let maskOut {
+                let grey = try PixelBuffer(width: mask.width, height: mask.height, format: .gray8)
+                grey.withUnsafeMutableBytes { bytes in
+                    for (i, v) in mask.values.enumerated() { bytes[i] = UInt8((min(max(v, 0), 1) * 255).rounded()) }
+                }
+                try ImageEncoder.write(grey, to: URL(fileURLWithPath: maskOut))
             }
-            try ImageEncoder.write(grey, to: URL(fileURLWithPath: path))
-        }
-        if let path = args.value("mask-raw") {
-            let data = mask.values.withUnsafeBytes { Data($0) }
-            do { try data.write(to: URL(fileURLWithPath: path)) } catch { throw CLIError("cannot write '\(path)': \(error.localizedDescription)") }
-        }
-        if let effect, let out = args.value("out") {
-            try ImageEncoder.write(try mask.apply(effect, to: image), to: URL(fileURLWithPath: out))
-        }
-        if args.flag("json") {
-            print(JSON.object([("width", .int(mask.width)), ("height", .int(mask.height)), ("foregroundFraction", .double(mask.foregroundFraction))]).serialized)
-        } else {
-            print("mask \(mask.width)x\(mask.height), foreground \(String(format: "%.1f", mask.foregroundFraction * 100))% of pixels")
+            if let maskRaw {
+                let data = mask.values.withUnsafeBytes { Data($0) }
+                do { try data.write(to: URL(fileURLWithPath: maskRaw)) } catch { throw CLIError("cannot write '\(maskRaw)': \(error.localizedDescription)") }
+            }
+            if let effect, let out {
+                try ImageEncoder.write(try mask.apply(effect, to: image), to: URL(fileURLWithPath: out))
+            }
+            return ItemResult(
+                fields: [("width", .int(mask.width)), ("height", .int(mask.height)), ("foregroundFraction", .double(mask.foregroundFraction))],
+                text: "mask \(mask.width)x\(mask.height), foreground \(String(format: "%.1f", mask.foregroundFraction * 100))% of pixels\n")
         }
     }
 
