@@ -61,7 +61,7 @@ public enum ImageDecoder {
     }
 }
 
-/// Encodes PNG and JPEG.
+/// Encodes PNG, JPEG and WebP.
 public enum ImageEncoder {
     /// PNG of an rgb8, rgba8 or gray8 buffer (other formats are converted to rgba8 first).
     public static func png(_ pixels: PixelBuffer) throws -> Data { try PNGCodec.encode(pixels) }
@@ -69,14 +69,18 @@ public enum ImageEncoder {
     /// JPEG of a buffer at `quality` (1–100); alpha is dropped.
     public static func jpeg(_ pixels: PixelBuffer, quality: Int = 90) throws -> Data { try JPEGCodec.encode(pixels, quality: quality) }
 
-    /// Encodes by the file extension of `url` (.png, .jpg/.jpeg) and writes the file.
+    /// WebP of a buffer: lossy at `quality` (0–100), or lossless when `quality` is nil.
+    public static func webp(_ pixels: PixelBuffer, quality: Int? = 90) throws -> Data { try WebPCodec.encode(pixels, quality: quality) }
+
+    /// Encodes by the file extension of `url` (.png, .jpg/.jpeg, .webp) and writes the file.
     public static func write(_ pixels: PixelBuffer, to url: URL, quality: Int = 90) throws {
         let data: Data
         switch url.pathExtension.lowercased() {
         case "png": data = try png(pixels)
         case "jpg", "jpeg": data = try jpeg(pixels, quality: quality)
+        case "webp": data = try webp(pixels, quality: quality)
         default:
-            throw ImageError(.invalidArgument, "Cannot write '\(url.lastPathComponent)': use a .png, .jpg or .jpeg file name.")
+            throw ImageError(.invalidArgument, "Cannot write '\(url.lastPathComponent)': use a .png, .jpg, .jpeg or .webp file name.")
         }
         do {
             try data.write(to: url, options: .atomic)

@@ -51,6 +51,8 @@ public final class PixelBuffer: @unchecked Sendable {
                             yuvColorSpace: YUVColorSpace = .bt601VideoRange, limits: ImageLimits = .default) throws {
         try limits.check(width: width, height: height)
         let layout = try PixelBuffer.contiguousLayout(width: width, height: height, format: format, bytesPerRow: bytesPerRow)
+        // Validate before allocating, so a bad stride cannot leak the memory.
+        try PixelBuffer.validate(width: width, height: height, format: format, planes: layout.planes, byteCount: layout.byteCount, limits: limits)
         let memory = UnsafeMutableRawPointer.allocate(byteCount: max(layout.byteCount, 1), alignment: 64)
         memory.initializeMemory(as: UInt8.self, repeating: 0, count: max(layout.byteCount, 1))
         try self.init(wrapping: memory, byteCount: layout.byteCount, width: width, height: height, format: format,
