@@ -1,0 +1,216 @@
+import TFLiteFormat
+import TensorCore
+
+/// DEPTHWISE_CONV_2D: inputs [input NHWC, filter [1, Kh, Kw, Cin * depth_multiplier], optional bias].
+///
+/// Output channel `ic * depth_multiplier + m` convolves input channel `ic`. Semantics of TFLite's
+/// reference kernels (reference/depthwiseconv_float.h, depthwiseconv_uint8.h and
+/// integer_ops/depthwise_conv.h with per-channel int8 weights along dimension 3). The filter's
+/// layout already has output channels innermost, so it is read in place.
+struct DepthwiseConv2DKernel: Kernel {
+    enum Kind: Sendable { case float32, uint8, int8 }
+
+    let kind: Kind
+    let batches: Int, inputHeight: Int, inputWidth: Int, inputChannels: Int
+    let outputHeight: Int, outputWidth: Int, outputChannels: Int
+    let filterHeight: Int, filterWidth: Int, depthMultiplier: Int
+    let strideHeight: Int, strideWidth: Int, dilationHeight: Int, dilationWidth: Int
+    let padTop: Int, padLeft: Int
+    let floatMin: Float, floatMax: Float
+    let inputOffset: Int32
+    let filterOffset: Int32
+    let requantizer: ConvRequantizer?
+    let pieces: Int
+    let accumulatorStride: Int
+
+    static func prepare(_ context: inout OpContext) throws -> any Kernel {
+        try context.expect(inputs: 2...3, outputs: 1...1)
+        guard case .depthwiseConv2D(let options) = context.options else {
+            throw context.fail("has no DepthwiseConv2DOptions")
+        }
+        let input = try context.input(0), filter = try context.input(1), bias = context.optionalInput(2)
+        var output = context.outputs[0]
+        try context.expect(input, type: [.float32, .uint8, .int8], "input")
+        try context.expect(input, rank: 4, "input")
+        try context.expect(filter, rank: 4, "filter")
+        guard filter.type == input.type else {
+            throw context.fail("filter has type \(filter.type) but input has type \(input.type) (hybrid or mixed-type convolution is not supported)",
+                               code: .unsupportedOperator)
+        }
+        guard output.type == input.type else {
+            throw context.fail("output has type \(output.type) but input has type \(input.type)", code: .unsupportedOperator)
+        }
+        guard options.strideWidth > 0, options.strideHeight > 0 else {
+            throw context.fail("strides must be positive, are \(options.strideHeight)x\(options.strideWidth)")
+        }
+        guard options.dilationWidth > 0, options.dilationHeight > 0 else {
+            throw context.fail("dilation factors must be positive, are \(options.dilationHeight)x\(options.dilationWidth)")
+        }
+        try ConvolutionSupport.checkActivation(options.activation, context)
+
+        let (batches, height, width, channels) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3])
+        let (kh, kw, outChannels) = (filter.shape[1], filter.shape[2], filter.shape[3])
+        guard filter.shape[0] == 1 else {
+            throw context.fail("filter has shape \(Shape(filter.shape)); a depthwise filter is [1, Kh, Kw, channels]")
+        }
+        guard kh > 0, kw > 0, channels > 0 else {
+            throw context.fail("filter \(Shape(filter.shape)) and input \(Shape(input.shape)) must have positive kernel size and channels")
+        }
+        guard outChannels % channels == 0 else {
+            throw context.fail("filter has \(outChannels) channels, not a multiple of the input's \(channels) channels")
+        }
+        let depthMultiplier = outChannels / channels
+        // The option is redundant; TFLite checks it against the shapes (0 = not set).
+        guard options.depthMultiplier == 0 || options.depthMultiplier == depthMultiplier else {
+            throw context.fail("depth_multiplier is \(options.depthMultiplier) but the filter has \(outChannels) channels for \(channels) input channels")
+        }
+        if let bias { try ConvolutionSupport.checkBias(bias, inputType: input.type, count: outChannels, context) }
+
+        let outHeight = ConvolutionSupport.outputSize(padding: options.padding, imageSize: height, filterSize: kh,
+                                                      stride: options.strideHeight, dilation: options.dilationHeight)
+        let outWidth = ConvolutionSupport.outputSize(padding: options.padding, imageSize: width, filterSize: kw,
+                                                     stride: options.strideWidth, dilation: options.dilationWidth)
+        guard outHeight >= 0, outWidth >= 0 else {
+            throw context.fail("the \(kh)x\(kw) filter (dilation \(options.dilationHeight)x\(options.dilationWidth)) is larger than the \(height)x\(width) input with VALID padding")
+        }
+        let padTop = ConvolutionSupport.padding(stride: options.strideHeight, dilation: options.dilationHeight,
+                                                inputSize: height, filterSize: kh, outputSize: outHeight)
+        let padLeft = ConvolutionSupport.padding(stride: options.strideWidth, dilation: options.dilationWidth,
+                                                 inputSize: width, filterSize: kw, outputSize: outWidth)
+        output.shape = [batches, outHeight, outWidth, outChannels]
+        context.outputs[0] = output
+
+        let kind: Kind = input.type == .float32 ? .float32 : (input.type == .uint8 ? .uint8 : .int8)
+        var requantizer: ConvRequantizer?
+        var inputOffset: Int32 = 0, filterOffset: Int32 = 0
+        if kind != .float32 {
+            let (multipliers, shifts) = try ConvolutionSupport.outputMultipliers(
+                input: input, filter: filter, bias: bias, output: output, channels: outChannels, channelDimension: 3, context)
+            inputOffset = -(try ConvolutionSupport.zeroPoint(input, "input", context))
+            filterOffset = kind == .uint8 ? -(try ConvolutionSupport.zeroPoint(filter, "filter", context)) : 0
+            let outputZeroPoint = try ConvolutionSupport.zeroPoint(output, "output", context)
+            let range = FixedPoint.activationRange(options.activation, scale: output.scale, zeroPoint: outputZeroPoint, type: output.type)
+            requantizer = ConvRequantizer(multipliers: multipliers, shifts: shifts, outputZeroPoint: outputZeroPoint,
+                                          activationMin: range.min, activationMax: range.max)
+        }
+        let (floatMin, floatMax) = FixedPoint.activationRange(options.activation)
+        let pieces = max(1, min(batches * outHeight, 16))
+        let accumulatorStride = kind == .float32 ? 0 : ConvolutionSupport.align(outChannels * 4) / 4
+        context.scratchByteCount = pieces * accumulatorStride * 4
+
+        return DepthwiseConv2DKernel(
+            kind: kind, batches: batches, inputHeight: height, inputWidth: width, inputChannels: channels,
+            outputHeight: outHeight, outputWidth: outWidth, outputChannels: outChannels,
+            filterHeight: kh, filterWidth: kw, depthMultiplier: depthMultiplier,
+            strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth,
+            padTop: padTop, padLeft: padLeft, floatMin: floatMin, floatMax: floatMax,
+            inputOffset: inputOffset, filterOffset: filterOffset, requantizer: requantizer,
+            pieces: pieces, accumulatorStride: accumulatorStride)
+    }
+
+    func run(_ io: KernelIO) {
+        guard batches * outputHeight * outputWidth * outputChannels > 0 else { return }
+        switch kind {
+        case .float32: runFloat(io)
+        case .uint8: runQuantized(io, UInt8.self)
+        case .int8: runQuantized(io, Int8.self)
+        }
+    }
+
+    private func runFloat(_ io: KernelIO) {
+        let input = io.input(0, as: Float.self)
+        let filter = io.input(1, as: Float.self)
+        let output = io.output(0, as: Float.self)
+        let bias: UnsafePointer<Float>? = io.hasInput(2) ? io.input(2, as: Float.self) : nil
+        let rows = batches * outputHeight
+        io.parallel.forEach(pieces) { piece in
+            for row in ConvolutionSupport.range(piece: piece, of: pieces, count: rows) {
+                let n = row / outputHeight, oy = row % outputHeight
+                let inputBatch = input + n * inputHeight * inputWidth * inputChannels
+                let iy0 = oy * strideHeight - padTop
+                for ox in 0..<outputWidth {
+                    let out = output + (row * outputWidth + ox) * outputChannels
+                    let ix0 = ox * strideWidth - padLeft
+                    out.update(repeating: 0, count: outputChannels)
+                    for ky in 0..<filterHeight {
+                        let iy = iy0 + ky * dilationHeight
+                        if iy < 0 || iy >= inputHeight { continue }
+                        for kx in 0..<filterWidth {
+                            let ix = ix0 + kx * dilationWidth
+                            if ix < 0 || ix >= inputWidth { continue }
+                            let pixel = inputBatch + (iy * inputWidth + ix) * inputChannels
+                            let w = filter + (ky * filterWidth + kx) * outputChannels
+                            if depthMultiplier == 1 {
+                                for c in 0..<outputChannels { out[c] += pixel[c] * w[c] }
+                            } else {
+                                for ic in 0..<inputChannels {
+                                    let v = pixel[ic]
+                                    let o = ic * depthMultiplier
+                                    for m in o..<(o + depthMultiplier) { out[m] += v * w[m] }
+                                }
+                            }
+                        }
+                    }
+                    for c in 0..<outputChannels {
+                        var v = out[c]
+                        if let bias { v += bias[c] }
+                        out[c] = Swift.min(Swift.max(v, floatMin), floatMax)
+                    }
+                }
+            }
+        }
+    }
+
+    private func runQuantized<T: FixedWidthInteger>(_ io: KernelIO, _ type: T.Type) {
+        guard let requantizer, let scratch = io.scratch else { return }
+        let input = io.input(0, as: T.self)
+        let filter = io.input(1, as: T.self)
+        let output = io.output(0, as: T.self)
+        let bias: UnsafePointer<Int32>? = io.hasInput(2) ? io.input(2, as: Int32.self) : nil
+        let accumulators = scratch.assumingMemoryBound(to: Int32.self)
+        let rows = batches * outputHeight
+        let inputOffset = self.inputOffset, filterOffset = self.filterOffset
+        let inputOffset16 = Int16(truncatingIfNeeded: inputOffset), filterOffset16 = Int16(truncatingIfNeeded: filterOffset)
+        io.parallel.forEach(pieces) { piece in
+            let acc = accumulators + piece * accumulatorStride
+            for row in ConvolutionSupport.range(piece: piece, of: pieces, count: rows) {
+                let n = row / outputHeight, oy = row % outputHeight
+                let inputBatch = input + n * inputHeight * inputWidth * inputChannels
+                let iy0 = oy * strideHeight - padTop
+                for ox in 0..<outputWidth {
+                    let ix0 = ox * strideWidth - padLeft
+                    acc.update(repeating: 0, count: outputChannels)
+                    for ky in 0..<filterHeight {
+                        let iy = iy0 + ky * dilationHeight
+                        if iy < 0 || iy >= inputHeight { continue }
+                        for kx in 0..<filterWidth {
+                            let ix = ix0 + kx * dilationWidth
+                            if ix < 0 || ix >= inputWidth { continue }
+                            let pixel = inputBatch + (iy * inputWidth + ix) * inputChannels
+                            let w = filter + (ky * filterWidth + kx) * outputChannels
+                            if depthMultiplier == 1 {
+                                // Both operands are within ±255: 16x16→32-bit products.
+                                for c in 0..<outputChannels {
+                                    let x = Int16(truncatingIfNeeded: pixel[c]) &+ inputOffset16
+                                    let f = Int16(truncatingIfNeeded: w[c]) &+ filterOffset16
+                                    acc[c] = acc[c] &+ Int32(x) &* Int32(f)
+                                }
+                            } else {
+                                for ic in 0..<inputChannels {
+                                    let x = Int32(truncatingIfNeeded: pixel[ic]) &+ inputOffset
+                                    let o = ic * depthMultiplier
+                                    for m in o..<(o + depthMultiplier) {
+                                        acc[m] = acc[m] &+ x &* (Int32(truncatingIfNeeded: w[m]) &+ filterOffset)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    requantizer.store(acc, bias: bias, count: outputChannels,
+                                      to: output + (row * outputWidth + ox) * outputChannels)
+                }
+            }
+        }
+    }
+}
