@@ -62,6 +62,10 @@ let package = Package(
         .testTarget(name: "TFLiteFormatTests", dependencies: ["TFLiteFormat", "TestSupport"]),
         .testTarget(name: "InferenceEngineTests", dependencies: ["InferenceEngine", "TFLiteFormat", "TestSupport"]),
         .testTarget(name: "MediaIOTests", dependencies: ["MediaIO", "VisionCore", "TFLiteFormat", "TestSupport"]),
+        .testTarget(name: "ReadmeExamplesTests", dependencies: ["EdgeVision", "EdgeVisionTasks", "MediaIO", "InferenceEngine", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["edgevision", "TestSupport"]),
+        .testTarget(name: "EdgeVisionTests", dependencies: ["EdgeVision", "VisionCore", "MediaIO", "TestSupport"]),
+        .testTarget(name: "EdgeVisionTasksTests", dependencies: ["EdgeVisionTasks", "VisionCore", "MediaIO", "TestSupport"]),
+        .testTarget(name: "ModelManagerTests", dependencies: ["EdgeVision", "VisionCore", "TFLiteFormat", "TestSupport"]),
     ]
 )

@@ -2,6 +2,7 @@
 ///
 /// ``code`` says what kind of problem it is; ``message`` says what was wrong and what to do.
 public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of image or video error.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         enum Value: Sendable, Hashable { case io, unsupportedFormat, corrupt, invalidDimensions, resourceLimit, invalidArgument, encode, video }
         let value: Value
@@ -22,6 +23,7 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A video could not be opened or decoded.
         public static let video = Code(value: .video)
 
+        /// The code's name, e.g. "corrupt".
         public var description: String {
             switch value {
             case .io: return "io"
@@ -36,14 +38,18 @@ public struct ImageError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What kind of problem it is.
     public let code: Code
+    /// What was wrong and what to do about it, in one sentence or two.
     public let message: String
 
+    /// An error of kind `code` explained by `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 
@@ -54,11 +60,13 @@ public struct ImageLimits: Sendable, Hashable {
     /// The largest width or height accepted.
     public var maximumDimension: Int
 
+    /// Limits of `maximumPixelCount` pixels and `maximumDimension` pixels per side.
     public init(maximumPixelCount: Int = 100_000_000, maximumDimension: Int = 65_535) {
         self.maximumPixelCount = maximumPixelCount
         self.maximumDimension = maximumDimension
     }
 
+    /// 100 megapixels, 65,535 pixels per side: the limits used unless a call passes others.
     public static let `default` = ImageLimits()
 
     /// Throws unless `width` × `height` is a valid size within these limits.

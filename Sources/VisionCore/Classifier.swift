@@ -5,7 +5,9 @@ import TFLiteFormat
 
 /// One category of a classification result.
 public struct ClassifiedCategory: Sendable, Hashable {
+    /// The class index in the model's output.
     public let index: Int
+    /// The (dequantized, calibrated if the model says so) score.
     public let score: Float
     /// From the first label file (any locale); nil when the model has no labels.
     public let categoryName: String?
@@ -15,8 +17,11 @@ public struct ClassifiedCategory: Sendable, Hashable {
 
 /// The result for one classification head.
 public struct HeadResult: Sendable, Hashable {
+    /// The head's position among the model's outputs.
     public let headIndex: Int
+    /// The head's name from the metadata, if any.
     public let headName: String?
+    /// The kept categories, best first (ties: lower index first).
     public let categories: [ClassifiedCategory]
 }
 
@@ -31,6 +36,7 @@ public struct ClassificationFilter: Sendable, Hashable {
     /// Drop these category names.
     public var denylist: Set<String>
 
+    /// A filter; the defaults keep every category.
     public init(scoreThreshold: Float? = nil, maxResults: Int = -1, allowlist: Set<String> = [], denylist: Set<String> = []) {
         self.scoreThreshold = scoreThreshold
         self.maxResults = maxResults
@@ -47,17 +53,27 @@ public struct ClassificationFilter: Sendable, Hashable {
 /// (quantized scores are dequantized); when the metadata describes outputs it describes all of them;
 /// a label file, when present, has exactly N lines.
 public struct ClassifierSpec: Sendable {
+    /// One classification output of the model.
     public struct Head: Sendable {
+        /// The head's position among the heads.
         public let index: Int
+        /// The model output the head reads.
         public let outputIndex: Int
+        /// The head's name from the metadata, if any.
         public let name: String?
+        /// Number of classes (N).
         public let classCount: Int
+        /// Class names from the first label file; nil without labels.
         public let labels: [String]?
+        /// Class names in the requested locale; nil when there is no such file.
         public let displayNames: [String]?
+        /// The score threshold in the head's metadata, if any.
         public let metadataScoreThreshold: Float?
+        /// The head's score calibration, if the metadata has one.
         public let calibration: ScoreCalibration?
     }
 
+    /// The model's heads, in output order.
     public let heads: [Head]
 
     /// ML Kit's exact message for models whose first output is not 2-D or 4-D (detectors).
@@ -65,6 +81,9 @@ public struct ClassifierSpec: Sendable {
         "Unexpected number of dimensions for output index \(output): got \(rank)D, expected either 2D (BxN with B=1) or 4D (BxHxWxN with B=1, W=1, H=1)."
     }
 
+    /// Reads the classification contract of `model`; display names come from the label files of `displayNamesLocale`.
+    ///
+    /// - Throws: ``VisionError`` `.incompatibleModel` when the outputs, labels or calibration do not fit the rules above.
     public init(model: TaskModel, displayNamesLocale: String = "en") throws {
         let outputs = model.engine.outputs
         guard !outputs.isEmpty else { throw VisionError(.incompatibleModel, "The model has no outputs.") }
@@ -92,16 +111,29 @@ public struct ClassifierSpec: Sendable {
             }
             let meta = index < outputMetadata.count ? outputMetadata[index] : nil
             let labelFiles = try model.labelFiles(forOutput: index, types: [.tensorAxisLabels])
+            // MediaPipe reads the first TENSOR_AXIS_LABELS file the metadata names (category names)
+            // and the first one of the locale (display names); a named file missing from the
+            // archive is an error there, not a reason to fall back to another file.
+            let named = meta?.associatedFiles.filter { $0.type == .tensorAxisLabels } ?? []
+            for file in [named.first, named.first { $0.locale == displayNamesLocale }].compactMap({ $0 })
+            where !labelFiles.contains(where: { $0.fileName == file.name }) {
+                throw VisionError(.incompatibleModel,
+                    "The model's metadata names label file '\(file.name)' for output \(index), but its associated-files archive does not contain it.")
+            }
             let labels = labelFiles.first?.labels
-            let localized = labelFiles.first { $0.locale == displayNamesLocale }?.labels
-            for (what, list) in [("labels", labels), ("display names", localized)] {
-                if let list, list.isEmpty {
-                    throw VisionError(.incompatibleModel, "The model's \(what) file for output \(index) is empty.")
-                }
-                if let list, list.count != classes {
-                    throw VisionError(.incompatibleModel,
-                        "The model's \(what) file for output \(index) has \(list.count) entries but the output has \(classes) classes.")
-                }
+            var localized = labelFiles.first { $0.locale == displayNamesLocale }?.labels
+            if let list = labels, list.isEmpty {
+                throw VisionError(.incompatibleModel, "The model's labels file for output \(index) is empty.")
+            }
+            if let list = labels, list.count != classes {
+                throw VisionError(.incompatibleModel,
+                    "The model's labels file for output \(index) has \(list.count) entries but the output has \(classes) classes.")
+            }
+            // MediaPipe's label_map_util: an empty display-names file gives no display names; any
+            // other count than the labels' is an error.
+            if localized?.isEmpty == true { localized = nil }
+            if let list = localized, list.count != (labels?.count ?? classes) {
+                throw VisionError(.incompatibleModel, "Mismatch between number of labels (\(labels?.count ?? classes)) and display names (\(list.count)).")
             }
             var calibration: ScoreCalibration?
             if let options = meta?.scoreCalibration {
@@ -120,10 +152,11 @@ public struct ClassifierSpec: Sendable {
     /// Checks filter options against the model (allow/deny lists need labels; they are exclusive).
     public func validate(_ filter: ClassificationFilter) throws {
         if !filter.allowlist.isEmpty, !filter.denylist.isEmpty {
-            throw VisionError(.invalidOptions, "`categoryAllowlist` and `categoryDenylist` are mutually exclusive options.")
+            // MediaPipe's texts (classification_postprocessing_graph.cc), which its iOS API passes on.
+            throw VisionError(.invalidOptions, "`category_allowlist` and `category_denylist` are mutually exclusive options.")
         }
         if (!filter.allowlist.isEmpty || !filter.denylist.isEmpty), heads.contains(where: { $0.labels == nil }) {
-            throw VisionError(.invalidOptions, "Using `categoryAllowlist` or `categoryDenylist` requires labels to be present in the TFLite Model Metadata but none was found.")
+            throw VisionError(.invalidOptions, "Using `category_allowlist` or `category_denylist` requires labels to be present in the TFLite Model Metadata but none was found.")
         }
     }
 
@@ -159,15 +192,23 @@ public struct ClassifierSpec: Sendable {
 /// `TENSOR_AXIS_SCORE_CALIBRATION` file of `scale,slope,offset[,min_score]` lines, one per class;
 /// an empty line means that class is not calibrated and gets the default score).
 public struct ScoreCalibration: Sendable, Hashable {
+    /// One class's sigmoid parameters: `scale / (1 + exp(-(slope * f(x) + offset)))`.
     public struct Parameters: Sendable, Hashable {
+        /// The sigmoid's scale, slope and offset.
         public let scale: Float, slope: Float, offset: Float
+        /// Scores below this get the default score (optional fourth field).
         public let minimumScore: Float?
     }
+    /// The transformation `f` applied to the raw score (identity, log, inverse logistic).
     public let transformation: ScoreCalibrationOptions.Transformation
+    /// The score of uncalibrated classes and of scores below their minimum.
     public let defaultScore: Float
     /// One entry per class; nil for classes without calibration.
     public let parameters: [Parameters?]
 
+    /// Parses a calibration file for `classCount` classes.
+    ///
+    /// - Throws: ``VisionError`` `.incompatibleModel` for a malformed line or too many lines.
     public init(options: ScoreCalibrationOptions, file: Data, classCount: Int) throws {
         transformation = options.transformation
         defaultScore = options.defaultScore

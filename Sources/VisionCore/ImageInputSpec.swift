@@ -10,19 +10,28 @@ import TFLiteFormat
 /// does, the fourth channel then gets 255), uint8, int8 or float32; float32 needs
 /// NormalizationOptions metadata; mean and std have 1 or 3 values, std never 0.
 public struct ImageInputSpec: Sendable, Hashable {
+    /// The model input that takes the image.
     public let inputIndex: Int
+    /// Input width in pixels.
     public let width: Int
+    /// Input height in pixels.
     public let height: Int
+    /// Input channels: 3, or 4 (the fourth gets 255).
     public let channels: Int
+    /// The element type: uint8, int8 or float32.
     public let type: ElementType
     /// Per-channel mean and std (3 values), for float32 inputs.
     public let mean: [Float]
+    /// Per-channel standard deviation (3 values), for float32 inputs.
     public let std: [Float]
 
     /// The exact error text of ML Kit / MediaPipe / Task Library for float inputs without normalization.
     public static let missingNormalizationMessage =
         "Input tensor has type kTfLiteFloat32: it requires specifying NormalizationOptions metadata to preprocess input images."
 
+    /// Reads how `model` wants input `inputIndex`, with the normalization from `metadata`.
+    ///
+    /// - Throws: ``VisionError`` `.incompatibleModel` when the input breaks the rules above.
     public init(model: TFLiteModel, metadata: ModelMetadata?, inputIndex: Int = 0) throws {
         let graph = model.mainSubgraph
         guard inputIndex >= 0, inputIndex < graph.inputs.count else {

@@ -16,7 +16,9 @@ public enum ImagePreprocessor {
     /// A region of interest in the *stored* image, normalized to [0, 1] (MediaPipe's convention:
     /// the crop happens before rotation).
     public struct RegionOfInterest: Sendable, Hashable {
+        /// Left, top, width and height, as fractions of the stored image's width and height.
         public var x: Double, y: Double, width: Double, height: Double
+        /// A region with its top-left corner at (`x`, `y`), all normalized to [0, 1].
         public init(x: Double, y: Double, width: Double, height: Double) {
             self.x = x
             self.y = y

@@ -6,6 +6,7 @@ import Foundation
 /// FlowLimiterCalculator with max_in_flight = 1, max_in_queue = 1). Results are delivered in
 /// timestamp order on a private serial queue.
 public final class LiveStreamScheduler<Frame: Sendable, Output: Sendable>: @unchecked Sendable {
+    /// Processes one frame with its timestamp (on a private serial queue).
     public typealias Work = @Sendable (Frame, Int) throws -> Output
     /// Called with the result (or error) of each processed frame, in timestamp order.
     public typealias Delivery = @Sendable (Result<Output, Error>, Int) -> Void
@@ -23,6 +24,7 @@ public final class LiveStreamScheduler<Frame: Sendable, Output: Sendable>: @unch
     public let deliveryQueue = DispatchQueue(label: "edgevision.livestream.delivery")
     private let group = DispatchGroup()
 
+    /// A scheduler running `work` on accepted frames, passing results to `deliver` and dropped timestamps to `dropped`.
     public init(work: @escaping Work, deliver: @escaping Delivery, dropped: @escaping DropHandler) {
         self.work = work
         self.deliver = deliver
@@ -80,6 +82,7 @@ public final class TimestampValidator: @unchecked Sendable {
     private let lock = NSLock()
     private var last: Int?
 
+    /// A validator that has seen no timestamp yet.
     public init() {}
 
     /// Throws MediaPipe's error unless `timestamp` is strictly greater than every earlier one.

@@ -9,11 +9,15 @@ import TFLiteFormat
 /// interpreter from the pool (creating one when all are busy, so threads never wait on each
 /// other) and returns it afterwards; the compiled model and its weights are shared.
 public final class TaskModel: @unchecked Sendable {
+    /// The verified model file.
     public let file: TFLiteModel
+    /// The compiled model the interpreters run.
     public let engine: Model
+    /// The model's TFLite metadata, if it has any.
     public let metadata: ModelMetadata?
     /// The ZIP of associated files (labels, calibration), if the model has one.
     public let archive: ZipArchive?
+    /// How the model wants its image input.
     public let imageInput: ImageInputSpec
     private let pool: InterpreterPool
 
@@ -30,6 +34,9 @@ public final class TaskModel: @unchecked Sendable {
         try self.init(file: try TFLiteModel(data: data), threads: threads)
     }
 
+    /// Compiles a parsed model file; each interpreter uses up to `threads` threads.
+    ///
+    /// - Throws: ``VisionError`` for an incompatible image input, or the engine's error when the model cannot be compiled.
     public init(file: TFLiteModel, threads: Int = 1) throws {
         self.file = file
         metadata = try file.metadata()

@@ -2,6 +2,7 @@
 ///
 /// ``code`` says what kind of problem it is; ``message`` says what was wrong and what to do.
 public struct VisionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of vision task error.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         enum Value: Sendable, Hashable { case incompatibleModel, invalidOptions, invalidImage, invalidCall, modelNotFound }
         let value: Value
@@ -16,6 +17,7 @@ public struct VisionError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A model file (e.g. a default model) was not found.
         public static let modelNotFound = Code(value: .modelNotFound)
 
+        /// The code's name, e.g. "invalidOptions".
         public var description: String {
             switch value {
             case .incompatibleModel: return "incompatibleModel"
@@ -27,13 +29,17 @@ public struct VisionError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What kind of problem it is.
     public let code: Code
+    /// What was wrong and what to do (ML Kit's or MediaPipe's text where they define one).
     public let message: String
 
+    /// An error of kind `code` explained by `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

@@ -86,9 +86,9 @@ enum Batch {
             case .failure(let error):
                 failures += 1
                 if json {
-                    print(JSON.object([("input", .string(input)), ("error", .string("\(error)"))]).serialized)
+                    print(JSON.object([("input", .string(input)), ("error", .string(CommandLineTool.oneLine(error)))]).serialized)
                 } else {
-                    print("== \(input)\nerror: \(error)")
+                    print("== \(input)\nerror: \(CommandLineTool.oneLine(error))")
                 }
             }
             printed += 1
@@ -98,23 +98,31 @@ enum Batch {
         if failures > 0 { throw CLIError("\(failures) of \(inputs.count) inputs failed") }
     }
 
-    /// Progress on stderr: a bar with rate and ETA on a terminal, a plain line every few seconds otherwise.
+    /// Progress on stderr: a bar with rate and ETA on a terminal; otherwise (logs, pipes) a plain
+    /// line every 5 seconds, so a batch that finishes within 5 seconds writes nothing there.
     final class Progress: @unchecked Sendable {
         let total: Int
         let start = Date()
         private let lock = NSLock()
         private var done = 0
-        private var lastReport = Date.distantPast
+        private var lastReport: Date
+        private var reported = false
         private let terminal = isatty(STDERR_FILENO) != 0
 
-        init(total: Int) { self.total = total }
+        init(total: Int) {
+            self.total = total
+            lastReport = terminal ? .distantPast : start
+        }
 
         func advance() {
             lock.lock(); defer { lock.unlock() }
             done += 1
             let now = Date()
-            guard done == total || now.timeIntervalSince(lastReport) >= (terminal ? 0.1 : 5) else { return }
+            let due = now.timeIntervalSince(lastReport) >= (terminal ? 0.1 : 5)
+            // The final count only when something was shown before (on a terminal, always).
+            guard due || (done == total && (terminal || reported)) else { return }
             lastReport = now
+            reported = true
             let elapsed = now.timeIntervalSince(start)
             let rate = elapsed > 0 ? Double(done) / elapsed : 0
             let eta = rate > 0 ? Double(total - done) / rate : 0

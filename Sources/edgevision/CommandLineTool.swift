@@ -29,11 +29,34 @@ struct Command: Sendable {
             text += "\nOptions:\n"
             let width = options.map { $0.label.count }.max() ?? 0
             for option in options {
-                text += "  " + option.label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + option.help + "\n"
+                let lines = Command.wrap(option.help, width: max(40, 100 - width - 4))
+                text += "  " + option.label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + lines[0] + "\n"
+                for line in lines.dropFirst() { text += String(repeating: " ", count: width + 4) + line + "\n" }
             }
         }
-        text += "\nExample:\n  \(example)\n"
+        let examples = example.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        text += examples.count > 1 ? "\nExamples:\n" : "\nExample:\n"
+        for line in examples { text += "  \(line)\n" }
         return text
+    }
+}
+
+extension Command {
+    /// Splits `text` into lines of at most `width` characters at spaces (longer words stay whole).
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            // A word longer than a whole line (a JSON shape) stays on the current line.
+            if !line.isEmpty, line.count + 1 + word.count > width, word.count <= width {
+                lines.append(line)
+                line = String(word)
+            } else {
+                line += (line.isEmpty ? "" : " ") + word
+            }
+        }
+        lines.append(line)
+        return lines
     }
 }
 
@@ -64,7 +87,11 @@ enum CommandLineTool {
             exit(2)
         }
         if first == "help" || first == "--help" || first == "-h" {
-            if args.count > 1, let command = commands.first(where: { $0.name == args[1] }) {
+            if args.count > 1 {
+                guard let command = commands.first(where: { $0.name == args[1] }) else {
+                    fail(usage: "unknown command '\(args[1])'. Run 'edgevision help' for the list of commands.")
+                }
+                guard args.count == 2 else { fail(usage: "help takes one command name, got '\(args.dropFirst().joined(separator: " "))'") }
                 print(command.help, terminator: "")
             } else {
                 print(overview, terminator: "")
@@ -84,11 +111,24 @@ enum CommandLineTool {
             try command.run(parsed)
             exit(0)
         } catch let error as UsageError {
-            fail(usage: "\(command.name): \(error.message)\nUsage: edgevision \(command.usage)")
+            fail(usage: "\(command.name): \(error.message)\nUsage: edgevision \(command.usage)\nRun 'edgevision \(command.name) --help' for every option.")
         } catch {
-            FileHandle.standardError.write(Data("edgevision \(command.name): error: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("edgevision \(command.name): error: \(oneLine(error))\n".utf8))
             exit(1)
         }
+    }
+
+    /// An error's message on one line: line breaks (and the spaces around them) become one space,
+    /// so a runtime error is always exactly one line on stderr.
+    static func oneLine(_ error: Error) -> String {
+        oneLine("\(error)")
+    }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: { $0.isNewline })
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+            .joined(separator: " ")
     }
 
     static func fail(usage message: String) -> Never {

@@ -18,6 +18,8 @@ public final class LocalModel: Sendable, Hashable {
         self.init(path: url.path)
     }
 
+    /// Local models are equal when they have the same path.
     public static func == (a: LocalModel, b: LocalModel) -> Bool { a.path == b.path }
+    /// Hashes the path.
     public func hash(into hasher: inout Hasher) { hasher.combine(path) }
 }

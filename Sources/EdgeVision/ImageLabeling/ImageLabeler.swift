@@ -23,18 +23,37 @@ public class CommonImageLabelerOptions: @unchecked Sendable {
 public final class ImageLabelerOptions: CommonImageLabelerOptions, @unchecked Sendable {
     /// File name of the default model.
     public static let defaultModelFileName = "mobilenet_v2_1.0_224_quant.tflite"
+    /// Options for the default model, with ML Kit's defaults.
     public override init() { super.init() }
 }
 
-/// Options for labeling with a custom model (ML Kit's `CustomImageLabelerOptions`).
+/// Options for labeling with a custom model (ML Kit's `CustomImageLabelerOptions`): a local
+/// model file, or a remote model once it is downloaded.
 public final class CustomImageLabelerOptions: CommonImageLabelerOptions, @unchecked Sendable {
-    public let localModel: LocalModel
+    /// The model file, when created with ``init(localModel:)``; nil when created with
+    /// ``init(remoteModel:)``.
+    public let localModel: LocalModel?
+    /// The remote model, when created with ``init(remoteModel:)``. Creating a labeler resolves it
+    /// to its downloaded file through ``modelManager``; a model that is not downloaded is a
+    /// `VisionError` `.modelNotFound` ("... has not been downloaded; call ModelManager.download first").
+    public let remoteModel: CustomRemoteModel?
+    /// The manager whose cache holds ``remoteModel`` (default: `ModelManager.modelManager()`).
+    public var modelManager: ModelManager?
 
     /// The maximum number of labels returned. Must be positive; when unset or invalid, 10.
     public var maxResultCount: Int = 10
 
+    /// Options for labeling with the model file `localModel`.
     public init(localModel: LocalModel) {
         self.localModel = localModel
+        self.remoteModel = nil
+        super.init()
+    }
+
+    /// Options for labeling with `remoteModel`, which must be downloaded before a labeler is created.
+    public init(remoteModel: CustomRemoteModel) {
+        self.localModel = nil
+        self.remoteModel = remoteModel
         super.init()
     }
 }
@@ -70,7 +89,7 @@ public final class ImageLabeler: @unchecked Sendable {
         let path: String
         var maxResults = 10
         if let custom = options as? CustomImageLabelerOptions {
-            path = custom.localModel.path
+            path = try RemoteModelResolver.path(local: custom.localModel, remote: custom.remoteModel, manager: custom.modelManager)
             if custom.maxResultCount > 0 { maxResults = custom.maxResultCount }
         } else {
             path = try ModelDirectory.locate(ImageLabelerOptions.defaultModelFileName)

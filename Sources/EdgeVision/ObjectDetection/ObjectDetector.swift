@@ -8,9 +8,16 @@ import VisionCore
 /// classification model run on each object's crop.
 ///
 /// Detection: the detection model's boxes above ``CommonObjectDetectorOptions/detectionScoreThreshold``,
-/// suppressed across classes (IoU > 0.5), at most 5. Single-object mode reports the most prominent
+/// suppressed across classes (IoU > 0.6, the usual `nms_iou_threshold` of SSD post-processing, so
+/// this pass never removes an object the model's own class-agnostic NMS kept; it merges the
+/// duplicates per-class NMS leaves), at most 5. Single-object mode reports the most prominent
 /// object (see `prominence(of:score:width:height:)`), and in stream mode keeps reporting the same
 /// tracked object while it stays visible.
+///
+/// Stream mode: reported tracking IDs are numbered from 0 in the order objects are first reported
+/// (the tracker also follows objects that are not reported: beyond 5, or not the prominent one).
+/// An object bridged over a missed detection is reported at its predicted place, unless that place
+/// has left the picture.
 ///
 /// Thread safety: single-image mode can be used from several threads at once. Stream mode tracks
 /// objects across calls, so its calls are serialized in arrival order.
@@ -27,7 +34,13 @@ public final class ObjectDetector: @unchecked Sendable {
     private let streamLock = NSLock()
     private let tracker: ObjectTracker
     private var prominentID: Int?
+    /// Tracker IDs of reported objects → their reported tracking IDs (entries of retired tracks are dropped).
+    private var reportedIDs: [Int: Int] = [:]
+    private var nextReportedID = 0
 
+    /// A detector with `options` (ML Kit's `ObjectDetector.objectDetector(options:)`).
+    ///
+    /// - Throws: `VisionError`: a model is missing (`.modelNotFound`) or incompatible, or an option is invalid.
     public static func objectDetector(options: CommonObjectDetectorOptions) throws -> ObjectDetector {
         try ObjectDetector(options: options)
     }
@@ -52,7 +65,7 @@ public final class ObjectDetector: @unchecked Sendable {
         callbackQueue = options.callbackQueue
         tracker = ObjectTracker(maximumMissedFrames: options.trackingMaximumMissedFrames)
         if let customOptions = options as? CustomObjectDetectorOptions {
-            let model = try TaskModel(path: customOptions.localModel.path)
+            let model = try TaskModel(path: try RemoteModelResolver.path(local: customOptions.localModel, remote: customOptions.remoteModel, manager: customOptions.modelManager))
             let classifier = try ClassifierSpec(model: model)
             let threshold: Float
             if let value = customOptions.classificationConfidenceThreshold?.floatValue, (0...1).contains(value) {
@@ -76,7 +89,7 @@ public final class ObjectDetector: @unchecked Sendable {
             interpreter.invoke()
             return try spec.detections(from: interpreter, width: width, height: height)
         }
-        boxes = suppressOverlaps(boxes.filter { $0.score >= scoreThreshold }, iouThreshold: 0.5)
+        boxes = suppressOverlaps(boxes.filter { $0.score >= scoreThreshold }, iouThreshold: 0.6)
         if boxes.count > ObjectDetector.maximumObjects { boxes.removeLast(boxes.count - ObjectDetector.maximumObjects) }
 
         var selected: [(rect: Rect, detection: DetectedBox?, id: Int?)]
@@ -89,7 +102,12 @@ public final class ObjectDetector: @unchecked Sendable {
             }
         case .stream:
             streamLock.lock()
-            let tracks = tracker.update(boxes)
+            let allTracks = tracker.update(boxes)
+            let live = Set(allTracks.map(\.id))
+            reportedIDs = reportedIDs.filter { live.contains($0.key) }
+            // A bridged object predicted outside the picture stays in the tracker (it may come back)
+            // but is not reported: its frame would be empty.
+            let tracks = allTracks.filter { $0.rect.clipped(width: width, height: height).area > 0 }
             if multipleObjects {
                 selected = tracks.prefix(ObjectDetector.maximumObjects).map { ($0.rect, $0.detection, $0.id) }
             } else {
@@ -99,6 +117,13 @@ public final class ObjectDetector: @unchecked Sendable {
                     < prominence(of: $1.rect, score: $1.detection?.score ?? 0, width: width, height: height) }
                 prominentID = best?.id
                 selected = best.map { [($0.rect, $0.detection, $0.id)] } ?? []
+            }
+            selected = selected.map { entry in
+                guard let trackID = entry.id else { return entry }
+                if let id = reportedIDs[trackID] { return (entry.rect, entry.detection, id) }
+                reportedIDs[trackID] = nextReportedID
+                nextReportedID += 1
+                return (entry.rect, entry.detection, nextReportedID - 1)
             }
             streamLock.unlock()
         }
@@ -140,6 +165,7 @@ public final class ObjectDetector: @unchecked Sendable {
         streamLock.lock()
         tracker.reset()
         prominentID = nil
+        reportedIDs = [:]
         streamLock.unlock()
     }
 

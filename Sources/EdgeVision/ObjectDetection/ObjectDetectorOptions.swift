@@ -3,6 +3,7 @@ import Foundation
 
 /// Options shared by the object detectors (ML Kit's `CommonObjectDetectorOptions`).
 public class CommonObjectDetectorOptions: @unchecked Sendable {
+    /// How successive calls relate (ML Kit's `ObjectDetectorMode`).
     public enum DetectorMode: Sendable, Hashable {
         /// Frames of a video or camera stream: objects get tracking IDs (default).
         case stream
@@ -10,6 +11,7 @@ public class CommonObjectDetectorOptions: @unchecked Sendable {
         case singleImage
     }
 
+    /// Stream (default: tracking IDs across frames) or single-image mode.
     public var detectorMode: DetectorMode = .stream
     /// false (default): only the most prominent object; true: up to 5 objects.
     public var shouldEnableMultipleObjects = false
@@ -34,13 +36,20 @@ public class CommonObjectDetectorOptions: @unchecked Sendable {
 /// Options of the base object detector, whose labels are ML Kit's coarse categories
 /// ("Fashion good", "Home good", "Food", "Place", "Plant").
 public final class ObjectDetectorOptions: CommonObjectDetectorOptions, @unchecked Sendable {
+    /// Options with ML Kit's defaults: stream mode, one object, no classification.
     public override init() { super.init() }
 }
 
 /// Options of an object detector that classifies each object with a custom classification model
 /// (ML Kit's `CustomObjectDetectorOptions`).
 public final class CustomObjectDetectorOptions: CommonObjectDetectorOptions, @unchecked Sendable {
-    public let localModel: LocalModel
+    /// The classification model file run on each object, when created with ``init(localModel:)``.
+    public let localModel: LocalModel?
+    /// The remote classification model, when created with ``init(remoteModel:)``; it must have been
+    /// downloaded with ``ModelManager`` before the detector is created.
+    public let remoteModel: CustomRemoteModel?
+    /// The manager whose cache holds ``remoteModel`` (default: the per-user manager).
+    public var modelManager: ModelManager?
 
     /// Labels with a confidence below this are dropped. Valid range [0, 1]; when unset or invalid,
     /// the model metadata's threshold, else 0.0.
@@ -48,16 +57,28 @@ public final class CustomObjectDetectorOptions: CommonObjectDetectorOptions, @un
     /// Maximum labels per object. Must be positive; when unset or invalid, 10.
     public var maxPerObjectLabelCount: Int = 10
 
+    /// Options classifying each object with the model file `localModel`.
     public init(localModel: LocalModel) {
         self.localModel = localModel
+        remoteModel = nil
+        super.init()
+    }
+
+    /// Options classifying each object with a downloaded remote model.
+    public init(remoteModel: CustomRemoteModel) {
+        localModel = nil
+        self.remoteModel = remoteModel
         super.init()
     }
 }
 
 /// A label of a detected object (ML Kit's `ObjectLabel`).
 public struct ObjectLabel: Sendable, Hashable {
+    /// The label's text: a coarse category, or the custom model's label (empty without labels).
     public let text: String
+    /// The label's confidence in [0, 1].
     public let confidence: Float
+    /// The label's index: the coarse category's, or the class index in the custom model.
     public let index: Int
 }
 

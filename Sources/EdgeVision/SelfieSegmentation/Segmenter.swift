@@ -7,6 +7,7 @@ import VisionCore
 
 /// Options of the selfie segmenter (ML Kit's `SelfieSegmenterOptions`).
 public final class SelfieSegmenterOptions: @unchecked Sendable {
+    /// How successive calls relate (ML Kit's `SegmenterMode`).
     public enum SegmenterMode: Sendable, Hashable {
         /// Successive frames of a video or camera: masks are smoothed over frames (default).
         case stream
@@ -29,12 +30,14 @@ public final class SelfieSegmenterOptions: @unchecked Sendable {
         }
     }
 
+    /// Stream (default, smoothed over frames) or single-image mode.
     public var segmenterMode: SegmenterMode = .stream
     /// When true the mask has the model's output size (e.g. 256×256) instead of the image's size.
     public var shouldEnableRawSizeMask = false
     /// Beyond ML Kit: how strongly stream mode blends in the previous frame where the current mask
     /// is uncertain (MediaPipe's `combine_with_previous_ratio`, 0 = no smoothing, 1 = strongest).
-    /// Default 0.7. Confident pixels (near 0 or 1) are never held back.
+    /// Default 0.7. Confident pixels (current confidence above 0.95 or below 0.05) are never held
+    /// back: they are taken as they are, so the mask follows a moving person.
     public var smoothingRatio: Float = 0.7
     /// The default model variant (found by file name in the model directory).
     public var modelVariant: ModelVariant = .general
@@ -44,19 +47,23 @@ public final class SelfieSegmenterOptions: @unchecked Sendable {
     /// Queue of `process(_:completion:)` completions (main by default, as in ML Kit).
     public var callbackQueue: DispatchQueue = .main
 
+    /// The defaults: stream mode, full-size masks, the general model.
     public init() {}
 }
 
 /// A one-channel Float32 mask: the foreground (person) confidence in [0, 1] per pixel
 /// (ML Kit's `SegmentationMask`, whose buffer is a OneComponent32Float pixel buffer).
 public struct SegmentationMask: Sendable, Hashable {
+    /// Mask width in pixels.
     public let width: Int
+    /// Mask height in pixels.
     public let height: Int
     /// Row-major confidences, `width * height` values.
     public let values: [Float]
     /// Bytes per row of ``values`` (rows are tightly packed).
     public var bytesPerRow: Int { width * MemoryLayout<Float>.size }
 
+    /// A mask of `width` × `height` confidences, row-major.
     public init(width: Int, height: Int, values: [Float]) {
         self.width = width
         self.height = height
@@ -64,7 +71,7 @@ public struct SegmentationMask: Sendable, Hashable {
     }
 
     /// The confidence at (x, y); 0 outside the mask.
-    public subscript(x: Int, y: Int) -> Float {
+    public subscript(x x: Int, y y: Int) -> Float {
         guard x >= 0, y >= 0, x < width, y < height else { return 0 }
         return values[y * width + x]
     }
@@ -117,6 +124,9 @@ public final class Segmenter: @unchecked Sendable {
     private let streamLock = NSLock()
     private var previous: [Float]?
 
+    /// A segmenter with `options` (ML Kit's `Segmenter.segmenter(options:)`).
+    ///
+    /// - Throws: `VisionError`: the model is missing (`.modelNotFound`) or incompatible, or an option is invalid.
     public static func segmenter(options: SelfieSegmenterOptions) throws -> Segmenter {
         try Segmenter(options: options)
     }
@@ -182,11 +192,15 @@ public final class Segmenter: @unchecked Sendable {
 
     /// MediaPipe's SegmentationSmoothingCalculator rule: blend the previous mask in where the
     /// current one is uncertain. uncertainty = 1 - min(1, x·(c1 + x·(c2 + x·(c3 + x·(c4 + x·c5))))),
-    /// x = (p - 0.5)²; out = p + (prev - p) · uncertainty · ratio.
+    /// x = (p - 0.5)²; out = p + (prev - p) · uncertainty · ratio. One deliberate difference:
+    /// MediaPipe's polynomial still gives confident pixels some weight (0.08 at p = 0.95, 0.02 at
+    /// 0.98), which holds a moving person's edge back; pixels above 0.95 or below 0.05 are kept
+    /// exactly as they are.
     static func smooth(_ current: inout [Float], previous: [Float], ratio: Float) {
         let c1: Float = 5.68842, c2: Float = -0.748699, c3: Float = -57.8051, c4: Float = 291.309, c5: Float = -624.717
         for i in current.indices {
             let p = current[i]
+            if p > 0.95 || p < 0.05 { continue }
             let t = p - 0.5
             let x = t * t
             let uncertainty = 1 - min(1, x * (c1 + x * (c2 + x * (c3 + x * (c4 + x * c5)))))

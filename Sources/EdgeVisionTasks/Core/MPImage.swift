@@ -8,13 +8,19 @@ import VisionCore
 /// encoded bytes. ``orientation`` says how the stored pixels must be turned to be upright
 /// (`UIImage.Orientation` meaning). As in MediaPipe, mirrored orientations are rejected.
 public final class MPImage: @unchecked Sendable {
+    /// The stored pixels.
     public let pixelBuffer: PixelBuffer
+    /// How the stored pixels must be turned to be upright (never a mirrored orientation).
     public let orientation: ImageOrientation
 
-    /// MediaPipe's error text for mirrored orientations.
+    /// MediaPipe's error text for mirrored orientations (MPPVisionTaskRunner.mm, verbatim).
     public static let mirroredOrientationMessage =
-        "Unsupported UIImageOrientation. `imageOrientation` cannot be equal to any of the mirrored orientations"
+        "Unsupported UIImageOrientation. `imageOrientation` cannot be equal to any of the mirrored orientations "
+        + "(`UIImageOrientationUpMirrored`,`UIImageOrientationDownMirrored`,`UIImageOrientationLeftMirrored`,`UIImageOrientationRightMirrored`)"
 
+    /// Wraps pixels (MediaPipe's `MPImage(pixelBuffer:orientation:)`).
+    ///
+    /// - Throws: `VisionError` `.invalidImage` with ``mirroredOrientationMessage`` for a mirrored orientation.
     public init(pixelBuffer: PixelBuffer, orientation: ImageOrientation = .up) throws {
         guard !orientation.isMirrored else { throw VisionError(.invalidImage, MPImage.mirroredOrientationMessage) }
         self.pixelBuffer = pixelBuffer

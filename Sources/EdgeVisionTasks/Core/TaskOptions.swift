@@ -12,8 +12,10 @@ public final class BaseOptions: @unchecked Sendable {
     /// Threads one inference may use.
     public var numThreads: Int = 1
 
+    /// Hardware a task can run on (MediaPipe's `Delegate`); only the CPU here.
     public enum Delegate: Sendable { case CPU }
 
+    /// No model yet; set ``modelAssetPath`` or ``modelAssetBuffer``.
     public init() {}
 
     func loadModel() throws -> TaskModel {
@@ -58,22 +60,31 @@ public enum RunningMode: Sendable, Hashable {
 
 /// One category of a result (MediaPipe's `ResultCategory`, `MPPCategory` in Objective-C).
 public struct ResultCategory: Sendable, Hashable {
+    /// The class index in the model's output.
     public let index: Int
+    /// The score.
     public let score: Float
+    /// The class name from the model's label file; nil without labels.
     public let categoryName: String?
+    /// The class name in the requested locale; nil when the model has none.
     public let displayName: String?
 }
 
 /// The categories of one classification head (MediaPipe's `Classifications`).
 public struct Classifications: Sendable, Hashable {
+    /// The head's position among the model's classification outputs.
     public let headIndex: Int
+    /// The head's name from the metadata, if any.
     public let headName: String?
+    /// The kept categories, best first.
     public let categories: [ResultCategory]
 }
 
 /// Classification results of all heads (MediaPipe's `ClassificationResult`).
 public struct ClassificationResult: Sendable, Hashable {
+    /// One entry per head.
     public let classifications: [Classifications]
+    /// The timestamp of the frame (0 in image mode).
     public let timestampInMilliseconds: Int
 }
 

@@ -5,6 +5,7 @@ import VisionCore
 /// Receives live-stream results of an ``ImageClassifier`` (MediaPipe's
 /// `ImageClassifierLiveStreamDelegate`). Called on a private serial queue, in timestamp order.
 public protocol ImageClassifierLiveStreamDelegate: AnyObject, Sendable {
+    /// Called with the result of a processed live-stream frame, or with its error (`result` nil).
     func imageClassifier(_ imageClassifier: ImageClassifier, didFinishClassification result: ImageClassifierResult?,
                          timestampInMilliseconds: Int, error: Error?)
 
@@ -14,12 +15,15 @@ public protocol ImageClassifierLiveStreamDelegate: AnyObject, Sendable {
 }
 
 extension ImageClassifierLiveStreamDelegate {
+    /// Does nothing by default.
     public func imageClassifier(_ imageClassifier: ImageClassifier, didDropFrameWithTimestampInMilliseconds timestamp: Int) {}
 }
 
 /// Options of an ``ImageClassifier`` (MediaPipe's `ImageClassifierOptions`).
 public final class ImageClassifierOptions: @unchecked Sendable {
+    /// Where the model comes from.
     public var baseOptions = BaseOptions()
+    /// Image (default), video or live-stream mode.
     public var runningMode: RunningMode = .image
     /// Locale of the display names (label files tagged with this locale); default "en".
     public var displayNamesLocale: String? = "en"
@@ -37,12 +41,15 @@ public final class ImageClassifierOptions: @unchecked Sendable {
     /// Receives live-stream results; held weakly, as in MediaPipe.
     public weak var imageClassifierLiveStreamDelegate: ImageClassifierLiveStreamDelegate?
 
+    /// Options with MediaPipe's defaults.
     public init() {}
 }
 
 /// The result of a classification (MediaPipe's `ImageClassifierResult`).
 public struct ImageClassifierResult: Sendable, Hashable {
+    /// The categories of every head.
     public let classificationResult: ClassificationResult
+    /// The timestamp of the frame (0 in image mode).
     public let timestampInMilliseconds: Int
 }
 
@@ -55,17 +62,25 @@ public final class ImageClassifier: @unchecked Sendable {
     let model: TaskModel
     let classifier: ClassifierSpec
     let filter: ClassificationFilter
+    /// The running mode the classifier was created for.
     public let runningMode: RunningMode
     private let timestamps = TimestampValidator()
     private var scheduler: LiveStreamScheduler<(MPImage, CGRect), ImageClassifierResult>?
     private weak var delegate: ImageClassifierLiveStreamDelegate?
 
+    /// A classifier in image mode with the model at `modelPath` and default options.
+    ///
+    /// - Throws: `VisionError` when the model is missing or incompatible.
     public convenience init(modelPath: String) throws {
         let options = ImageClassifierOptions()
         options.baseOptions.modelAssetPath = modelPath
         try self.init(options: options)
     }
 
+    /// A classifier with `options`.
+    ///
+    /// - Throws: `VisionError`: invalid options (MediaPipe's texts, e.g. `maxResults` 0 or a delegate that
+    ///   does not fit the running mode), a missing model, or a model that is not a classifier.
     public init(options: ImageClassifierOptions) throws {
         guard options.maxResults != 0 else {
             throw VisionError(.invalidOptions, "Invalid max_results option: value must be != 0.")
@@ -90,7 +105,12 @@ public final class ImageClassifier: @unchecked Sendable {
         self.delegate = delegate
         if runningMode == .liveStream {
             scheduler = LiveStreamScheduler(
-                work: { [unowned self] input, timestamp in try self.run(input.0, roi: input.1, timestamp: timestamp) },
+                // Weak, not unowned: the classifier may be released while a frame waits or runs (its
+                // remaining results are then dropped, as the delivery below finds no classifier).
+                work: { [weak self] input, timestamp in
+                    guard let self else { throw VisionError(.invalidCall, "The image classifier was released.") }
+                    return try self.run(input.0, roi: input.1, timestamp: timestamp)
+                },
                 deliver: { [weak self] result, timestamp in
                     guard let self, let delegate = self.delegate else { return }
                     switch result {
@@ -105,7 +125,8 @@ public final class ImageClassifier: @unchecked Sendable {
         }
     }
 
-    deinit { scheduler?.waitUntilIdle() }
+    // No waiting in deinit: the last reference may go away on the delivery queue (inside a delegate
+    // callback), where waiting for that queue to drain would never return.
 
     /// Classifies a single image (image mode).
     public func classify(image: MPImage) throws -> ImageClassifierResult {
@@ -124,6 +145,8 @@ public final class ImageClassifier: @unchecked Sendable {
         try classify(videoFrame: image, timestampInMilliseconds: timestampInMilliseconds, regionOfInterest: .zero)
     }
 
+    /// Classifies the region `roi` of a decoded video frame (video mode); see ``classify(image:regionOfInterest:)``
+    /// for the region and ``classify(videoFrame:timestampInMilliseconds:)`` for the timestamps.
     public func classify(videoFrame image: MPImage, timestampInMilliseconds: Int, regionOfInterest roi: CGRect) throws -> ImageClassifierResult {
         try runningMode.check(expected: .video)
         try timestamps.accept(timestampInMilliseconds)
@@ -137,6 +160,7 @@ public final class ImageClassifier: @unchecked Sendable {
         try classifyAsync(image: image, timestampInMilliseconds: timestampInMilliseconds, regionOfInterest: .zero)
     }
 
+    /// Sends the region `roi` of a live frame (live-stream mode); see ``classifyAsync(image:timestampInMilliseconds:)``.
     public func classifyAsync(image: MPImage, timestampInMilliseconds: Int, regionOfInterest roi: CGRect) throws {
         try runningMode.check(expected: .liveStream)
         try timestamps.accept(timestampInMilliseconds)

@@ -13,12 +13,15 @@ public struct Detection: Sendable, Hashable {
 
 /// The result of a detection (MediaPipe's `ObjectDetectorResult`).
 public struct ObjectDetectorResult: Sendable, Hashable {
+    /// The detected objects, best first.
     public let detections: [Detection]
+    /// The timestamp of the frame (0 in image mode).
     public let timestampInMilliseconds: Int
 }
 
 /// Receives live-stream results of an ``ObjectDetector`` on a private serial queue, in timestamp order.
 public protocol ObjectDetectorLiveStreamDelegate: AnyObject, Sendable {
+    /// Called with the result of a processed live-stream frame, or with its error (`result` nil).
     func objectDetector(_ objectDetector: ObjectDetector, didFinishDetection result: ObjectDetectorResult?,
                         timestampInMilliseconds: Int, error: Error?)
     /// Beyond MediaPipe: a live-stream frame was dropped because a newer one arrived while busy.
@@ -26,21 +29,29 @@ public protocol ObjectDetectorLiveStreamDelegate: AnyObject, Sendable {
 }
 
 extension ObjectDetectorLiveStreamDelegate {
+    /// Does nothing by default.
     public func objectDetector(_ objectDetector: ObjectDetector, didDropFrameWithTimestampInMilliseconds timestamp: Int) {}
 }
 
 /// Options of an ``ObjectDetector`` (MediaPipe's `ObjectDetectorOptions`).
 public final class ObjectDetectorOptions: @unchecked Sendable {
+    /// Where the model comes from.
     public var baseOptions = BaseOptions()
+    /// Image (default), video or live-stream mode.
     public var runningMode: RunningMode = .image
+    /// Locale of the display names (label files tagged with this locale); default "en".
     public var displayNamesLocale: String? = "en"
     /// Maximum detections; -1 (default) = all; 0 is an error.
     public var maxResults: Int = -1
     /// Detections scoring below this are dropped; nil uses the metadata threshold if any.
     public var scoreThreshold: Float?
+    /// Keep only these category names (exclusive with ``categoryDenylist``).
     public var categoryAllowlist: [String] = []
+    /// Drop these category names.
     public var categoryDenylist: [String] = []
+    /// Receives live-stream results; held weakly, as in MediaPipe.
     public weak var objectDetectorLiveStreamDelegate: ObjectDetectorLiveStreamDelegate?
+    /// Options with MediaPipe's defaults.
     public init() {}
 }
 
@@ -53,17 +64,24 @@ public final class ObjectDetector: @unchecked Sendable {
     let maxResults: Int
     let scoreThreshold: Float?
     let allowlist: Set<String>, denylist: Set<String>
+    /// The running mode the detector was created for.
     public let runningMode: RunningMode
     private let timestamps = TimestampValidator()
     private var scheduler: LiveStreamScheduler<MPImage, ObjectDetectorResult>?
     private weak var delegate: ObjectDetectorLiveStreamDelegate?
 
+    /// A detector in image mode with the model at `modelPath` and default options.
+    ///
+    /// - Throws: `VisionError` when the model is missing or incompatible.
     public convenience init(modelPath: String) throws {
         let options = ObjectDetectorOptions()
         options.baseOptions.modelAssetPath = modelPath
         try self.init(options: options)
     }
 
+    /// A detector with `options`.
+    ///
+    /// - Throws: `VisionError`: invalid options (MediaPipe's texts), a missing model, or a model without metadata or of the wrong kind.
     public init(options: ObjectDetectorOptions) throws {
         guard options.maxResults != 0 else { throw VisionError(.invalidOptions, "Invalid max_results option: value must be != 0.") }
         guard options.categoryAllowlist.isEmpty || options.categoryDenylist.isEmpty else {
@@ -113,17 +131,27 @@ public final class ObjectDetector: @unchecked Sendable {
 
     deinit { scheduler?.waitUntilIdle() }
 
+    /// Detects objects in a single image (image mode).
+    ///
+    /// - Throws: `VisionError` `.invalidCall` in another running mode.
     public func detect(image: MPImage) throws -> ObjectDetectorResult {
         try runningMode.check(expected: .image)
         return try run(image, timestamp: 0)
     }
 
+    /// Detects objects in a decoded video frame (video mode); timestamps must strictly increase.
+    ///
+    /// - Throws: `VisionError` `.invalidCall` in another running mode or for a timestamp that does not increase.
     public func detect(videoFrame image: MPImage, timestampInMilliseconds: Int) throws -> ObjectDetectorResult {
         try runningMode.check(expected: .video)
         try timestamps.accept(timestampInMilliseconds)
         return try run(image, timestamp: timestampInMilliseconds)
     }
 
+    /// Sends a live frame (live-stream mode); the result goes to the delegate. If the detector is busy,
+    /// the frame waits, replacing (dropping) any older waiting frame.
+    ///
+    /// - Throws: `VisionError` `.invalidCall` in another running mode or for a timestamp that does not increase.
     public func detectAsync(image: MPImage, timestampInMilliseconds: Int) throws {
         try runningMode.check(expected: .liveStream)
         try timestamps.accept(timestampInMilliseconds)

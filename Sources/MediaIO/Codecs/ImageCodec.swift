@@ -24,6 +24,7 @@ public struct DecodedImage: Sendable {
     public let pixels: PixelBuffer
     /// The orientation from the file's metadata; apply it to show the image upright.
     public let orientation: ImageOrientation
+    /// The format the image was encoded in.
     public let format: ImageFormat
 }
 
@@ -32,10 +33,16 @@ public struct DecodedImage: Sendable {
 /// Every decoder checks the declared dimensions against ``ImageLimits`` before allocating, and
 /// turns truncated or corrupt data into an ``ImageError``.
 public enum ImageDecoder {
+    /// Decodes encoded image bytes (JPEG with its EXIF orientation, PNG, WebP, BMP; the format is sniffed from the bytes).
+    ///
+    /// - Throws: ``ImageError``: unsupported format, corrupt data, or a size beyond `limits`.
     public static func decode(_ data: Data, limits: ImageLimits = .default) throws -> DecodedImage {
         try data.withUnsafeBytes { try decode($0, limits: limits) }
     }
 
+    /// Decodes encoded image bytes in memory (JPEG with its EXIF orientation, PNG, WebP, BMP).
+    ///
+    /// - Throws: ``ImageError``: unsupported format, corrupt data, or a size beyond `limits`.
     public static func decode(_ bytes: UnsafeRawBufferPointer, limits: ImageLimits = .default) throws -> DecodedImage {
         guard let format = ImageFormat.sniff(bytes) else {
             throw ImageError(.unsupportedFormat,

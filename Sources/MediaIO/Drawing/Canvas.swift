@@ -2,11 +2,16 @@ import Foundation
 
 /// A colour with alpha (0 transparent ... 255 opaque) for drawing.
 public struct RGBAColor: Sendable, Hashable, CustomStringConvertible {
+    /// Red, 0...255.
     public var red: UInt8
+    /// Green, 0...255.
     public var green: UInt8
+    /// Blue, 0...255.
     public var blue: UInt8
+    /// Opacity: 0 transparent ... 255 opaque.
     public var alpha: UInt8
 
+    /// A colour from its channels; opaque unless `alpha` says otherwise.
     public init(red: UInt8, green: UInt8, blue: UInt8, alpha: UInt8 = 255) {
         self.red = red
         self.green = green
@@ -17,13 +22,21 @@ public struct RGBAColor: Sendable, Hashable, CustomStringConvertible {
     /// The same colour with another alpha.
     public func withAlpha(_ alpha: UInt8) -> RGBAColor { RGBAColor(red: red, green: green, blue: blue, alpha: alpha) }
 
+    /// Opaque black.
     public static let black = RGBAColor(red: 0, green: 0, blue: 0)
+    /// Opaque white.
     public static let white = RGBAColor(red: 255, green: 255, blue: 255)
+    /// Opaque red.
     public static let red = RGBAColor(red: 255, green: 0, blue: 0)
+    /// Opaque green.
     public static let green = RGBAColor(red: 0, green: 255, blue: 0)
+    /// Opaque blue.
     public static let blue = RGBAColor(red: 0, green: 0, blue: 255)
+    /// Opaque yellow.
     public static let yellow = RGBAColor(red: 255, green: 255, blue: 0)
+    /// Opaque cyan.
     public static let cyan = RGBAColor(red: 0, green: 255, blue: 255)
+    /// Opaque magenta.
     public static let magenta = RGBAColor(red: 255, green: 0, blue: 255)
 
     /// A distinct, saturated colour for category or track `index` (a fixed palette, repeating).
@@ -38,6 +51,7 @@ public struct RGBAColor: Sendable, Hashable, CustomStringConvertible {
         return colors[i < 0 ? i + colors.count : i]
     }
 
+    /// `RGBA(r, g, b, a)`.
     public var description: String { "RGBA(\(red), \(green), \(blue), \(alpha))" }
 }
 
@@ -49,8 +63,12 @@ public struct RGBAColor: Sendable, Hashable, CustomStringConvertible {
 /// safe to draw (non-finite coordinates draw nothing). On rgba8/bgra8 buffers colours are blended
 /// as over an opaque background and the alpha channel accumulates coverage.
 public struct Canvas {
+    /// The buffer drawn on (in place).
     public let pixels: PixelBuffer
 
+    /// A canvas drawing on `pixels` in place.
+    ///
+    /// - Throws: ``ImageError`` `.invalidArgument` unless the buffer is rgb8, rgba8 or bgra8.
     public init(_ pixels: PixelBuffer) throws {
         guard pixels.format == .rgb8 || pixels.format == .rgba8 || pixels.format == .bgra8 else {
             throw ImageError(.invalidArgument,
@@ -59,7 +77,9 @@ public struct Canvas {
         self.pixels = pixels
     }
 
+    /// Width of the buffer in pixels.
     public var width: Int { pixels.width }
+    /// Height of the buffer in pixels.
     public var height: Int { pixels.height }
 
     // MARK: Rectangles

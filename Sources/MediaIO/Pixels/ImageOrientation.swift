@@ -35,6 +35,7 @@ public enum ImageOrientation: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Whether the orientation includes a mirror flip (the four `...Mirrored` cases).
     public var isMirrored: Bool {
         switch self {
         case .upMirrored, .downMirrored, .leftMirrored, .rightMirrored: return true
@@ -110,18 +111,26 @@ public enum ImageOrientation: String, Sendable, Hashable, CaseIterable {
 
 /// A rectangle in pixel coordinates (origin top-left), like CGRect.
 public struct Rect: Sendable, Hashable, CustomStringConvertible {
+    /// Left edge, top edge, width and height, in pixels.
     public var x: Double, y: Double, width: Double, height: Double
+    /// A rectangle with its top-left corner at (`x`, `y`).
     public init(x: Double, y: Double, width: Double, height: Double) {
         self.x = x
         self.y = y
         self.width = width
         self.height = height
     }
+    /// The left edge.
     public var minX: Double { x }
+    /// The top edge.
     public var minY: Double { y }
+    /// The right edge.
     public var maxX: Double { x + width }
+    /// The bottom edge.
     public var maxY: Double { y + height }
+    /// Width × height; 0 for an empty (or inverted) rectangle.
     public var area: Double { max(0, width) * max(0, height) }
+    /// `(x, y, width, height)`.
     public var description: String { "(\(x), \(y), \(width), \(height))" }
 
     /// Intersection over union with another rectangle (0 when either is empty).

@@ -11,17 +11,24 @@ import Foundation
 public final class PixelBuffer: @unchecked Sendable {
     /// One plane: where it starts in the memory and its stride.
     public struct Plane: Sendable, Hashable {
+        /// Byte offset of the plane's first row in the buffer.
         public let offset: Int
+        /// Bytes from the start of one row to the start of the next (the stride).
         public let bytesPerRow: Int
+        /// A plane starting at `offset` with rows `bytesPerRow` bytes apart.
         public init(offset: Int, bytesPerRow: Int) {
             self.offset = offset
             self.bytesPerRow = bytesPerRow
         }
     }
 
+    /// Width in pixels.
     public let width: Int
+    /// Height in pixels.
     public let height: Int
+    /// How the pixels are laid out.
     public let format: PixelFormat
+    /// Where each plane starts and its stride (one plane for packed formats; two or three for YUV).
     public let planes: [Plane]
     /// The colour space used to convert YUV formats to RGB.
     public let yuvColorSpace: YUVColorSpace

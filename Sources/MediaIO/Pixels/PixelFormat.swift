@@ -33,6 +33,7 @@ public enum PixelFormat: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Whether the format is planar YUV (NV12, NV21, I420).
     public var isYUV: Bool { planeCount > 1 }
 
     /// Width in pixels and height in rows of plane `plane` for an image of `width` × `height`.

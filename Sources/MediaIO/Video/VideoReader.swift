@@ -11,6 +11,7 @@ public struct VideoFrame: Sendable {
     /// Position of the frame in display order, from 0.
     public let index: Int
 
+    /// A frame from its picture, presentation time and position.
     public init(pixels: PixelBuffer, timestampMilliseconds: Int, index: Int) {
         self.pixels = pixels
         self.timestampMilliseconds = timestampMilliseconds
@@ -37,6 +38,7 @@ public final class VideoReader {
     public let path: String
     /// Frame size declared by the video stream (each ``VideoFrame`` carries its own size too).
     public let width: Int
+    /// Frame height declared by the video stream.
     public let height: Int
     /// Average frames per second declared by the file, or 0 if it declares none.
     public let frameRate: Double
@@ -233,6 +235,7 @@ public final class VideoReader {
     /// A sequence over a reader's remaining frames (see ``VideoReader/frames``).
     public struct Frames: Sequence, IteratorProtocol {
         let reader: VideoReader
+        /// The next frame, or nil at the end or at the first error (then in ``VideoReader/iterationError``).
         public mutating func next() -> VideoFrame? {
             do {
                 return try reader.nextFrame()

@@ -14,9 +14,13 @@ import Foundation
 /// even (4:2:0 video). Call ``finish()`` to flush the encoder and complete the file; a writer
 /// destroyed without it finishes on a best-effort basis. Used from one thread at a time.
 public final class VideoWriter {
+    /// The file being written.
     public let path: String
+    /// Frame width in pixels (even).
     public let width: Int
+    /// Frame height in pixels (even).
     public let height: Int
+    /// Frames per second of the written video.
     public let frameRate: Double
     /// The encoder in use: "libx264" or "mpeg4".
     public let codecName: String

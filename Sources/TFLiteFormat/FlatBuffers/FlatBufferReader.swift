@@ -100,6 +100,9 @@ final class FlatBufferReader {
     func string(at position: Int, _ what: @autoclosure () -> String) throws -> String {
         let length = Int(try load(position, as: UInt32.self, "\(what()) length"))
         try check(position + 4, length + 1, "\(what()) (\(length) bytes + terminator)")
+        guard base.load(fromByteOffset: position + 4 + length, as: UInt8.self) == 0 else {
+            throw ModelFormatError(.invalidStructure, "The \(name) is not a valid FlatBuffer buffer: \(what()) at offset \(position) is not NUL-terminated.")
+        }
         try charge(length, what())
         let bytes = UnsafeRawBufferPointer(start: base + position + 4, count: length)
         return String(decoding: bytes, as: UTF8.self)

@@ -69,10 +69,12 @@ public enum FlexBuffer {
     struct Decoder {
         let bytes: UnsafeRawBufferPointer
         var budget: Int
+        var byteBudget: Int
 
         init(bytes: UnsafeRawBufferPointer) {
             self.bytes = bytes
             budget = bytes.count + 1024
+            byteBudget = 4 * bytes.count + 65_536
         }
 
         func fail(_ what: String) -> ModelFormatError {
@@ -113,11 +115,20 @@ public enum FlexBuffer {
             return offset - Int(delta)
         }
 
-        func cString(_ offset: Int) throws -> String {
+        /// Charges `count` decoded bytes (strings, blobs, scanned keys) to their own budget, so that
+        /// many references to one long string or key cannot make decoding quadratic. Maps sharing a
+        /// keys vector, as FlexBuffers writers do, stay well within it.
+        mutating func charge(bytes count: Int) throws {
+            byteBudget -= count
+            guard byteBudget >= 0 else { throw fail("more string data than the buffer can hold (aliased strings or keys)") }
+        }
+
+        mutating func cString(_ offset: Int) throws -> String {
             try check(offset, 0)
             var end = offset
             while end < bytes.count, bytes[end] != 0 { end += 1 }
             guard end < bytes.count else { throw fail("unterminated key at \(offset)") }
+            try charge(bytes: end - offset)
             return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), as: UTF8.self)
         }
 
@@ -152,6 +163,7 @@ public enum FlexBuffer {
                 let length = try readUInt(start - childWidth, childWidth)
                 guard length <= UInt64(bytes.count) else { throw fail("string of \(length) bytes") }
                 try check(start, Int(length))
+                try charge(bytes: Int(length))
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + Int(length))])
                 return type == 5 ? .string(String(decoding: slice, as: UTF8.self)) : .blob(Array(slice))
             case 9, 10:

@@ -5,11 +5,22 @@ import TFLiteFormat
 
 /// One detected box in the upright image's pixel coordinates.
 public struct DetectedBox: Sendable, Hashable {
+    /// The box, in pixels of the upright image.
     public var rect: Rect
+    /// The detector's class index.
     public var classIndex: Int
+    /// The detection score (calibrated if the model says so).
     public var score: Float
     /// The class label from the model's metadata (nil when the model has none).
     public var label: String?
+
+    /// A detection from its box, class, score and label.
+    public init(rect: Rect, classIndex: Int, score: Float, label: String?) {
+        self.rect = rect
+        self.classIndex = classIndex
+        self.score = score
+        self.label = label
+    }
 }
 
 /// The contract of an SSD-style detection model — the four outputs of TFLite_Detection_PostProcess
@@ -20,17 +31,28 @@ public struct DetectedBox: Sendable, Hashable {
 /// metadata's BoundingBoxProperties (index order, boundaries, ratio) when present, else TFLite's
 /// `ymin, xmin, ymax, xmax` normalized.
 public struct DetectorSpec: Sendable {
+    /// The model output holding the boxes.
     public let boxesOutput: Int
+    /// The model output holding the class indices.
     public let classesOutput: Int
+    /// The model output holding the scores.
     public let scoresOutput: Int
+    /// The model output holding the number of detections.
     public let countOutput: Int
     /// Positions of left, top, right, bottom within each box.
     public let boxIndex: [Int]
+    /// Class names from the metadata's label file; nil without one.
     public let labels: [String]?
+    /// Class names in the requested locale; nil when there is no such file.
     public let displayNames: [String]?
+    /// The score threshold in the metadata, if any.
     public let metadataScoreThreshold: Float?
+    /// The score calibration in the metadata, if any.
     public let calibration: ScoreCalibration?
 
+    /// Reads the detection contract of `model`; display names come from the label files of `displayNamesLocale`.
+    ///
+    /// - Throws: ``VisionError`` `.incompatibleModel` unless the model has the four post-processing outputs.
     public init(model: TaskModel, displayNamesLocale: String = "en") throws {
         let outputs = model.engine.outputs
         guard outputs.count == 4 else {

@@ -9,8 +9,11 @@ import MediaIO
 /// its ID is retired and a returning object gets a new ID, as in ML Kit. Not thread-safe: one
 /// tracker follows one stream.
 public final class ObjectTracker: @unchecked Sendable {
+    /// One tracked object.
     public struct Track: Sendable, Hashable {
+        /// The object's tracking ID.
         public let id: Int
+        /// The object's box in this frame (detected, or predicted while bridged over a miss).
         public var rect: Rect
         /// The detection matched in this frame, or nil while the object is bridged over a miss.
         public var detection: DetectedBox?
@@ -20,7 +23,9 @@ public final class ObjectTracker: @unchecked Sendable {
         public var hits: Int
         var velocity: (x: Double, y: Double, w: Double, h: Double)
 
+        /// Same ID, box and missed-frame count.
         public static func == (a: Track, b: Track) -> Bool { a.id == b.id && a.rect == b.rect && a.missedFrames == b.missedFrames }
+        /// Hashes the ID.
         public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     }
 
@@ -31,6 +36,11 @@ public final class ObjectTracker: @unchecked Sendable {
     private(set) public var tracks: [Track] = []
     private var nextID = 0
 
+    /// A tracker with no tracks yet.
+    ///
+    /// - Parameters:
+    ///   - maximumMissedFrames: Frames an unseen object keeps its ID (negative values count as 0).
+    ///   - matchThreshold: Minimum IoU for a detection to continue a track.
     public init(maximumMissedFrames: Int = 2, matchThreshold: Double = 0.3) {
         self.maximumMissedFrames = max(0, maximumMissedFrames)
         self.matchThreshold = matchThreshold

@@ -16,25 +16,36 @@ enum DetectCommand {
     static let detect = Command(
         name: "detect",
         summary: "Detect objects in an image (ML Kit object detection, single-image mode).",
-        usage: "detect IMAGE... [--multiple] [--classify] [--custom-model MODEL] [--threshold T] [--max-labels N] [--orientation O] [--annotate OUT.png] [--json]",
+        usage: "detect IMAGE... [--multiple] [--classify] [--custom-model MODEL] [--threshold T] [--max-labels N] [--detector MODEL] [--orientation O] [--annotate OUT.png] [--json] [--threads N]",
         options: sharedOptions + [
             .value("orientation", "O", "How the stored image must be turned to be upright (default: EXIF, else up)."),
             .value("annotate", "OUT.png", "Write the image with boxes and labels drawn on it (.png or .jpg); a directory when several images are given."),
             .flag("json", "Print {\"objects\":[{\"frame\":{\"x\",\"y\",\"width\",\"height\"},\"trackingID\":null,\"labels\":[...]}]} (JSON Lines for several images)."),
         ] + Batch.options,
-        example: "edgevision detect ../shared/images/cats_and_dogs.jpg --multiple --classify --json",
+        example: """
+        edgevision detect ../shared/images/cats_and_dogs.jpg --multiple --classify --json
+        edgevision detect ../shared/images/table.jpg --multiple --custom-model ../shared/models/mobilenet_v2_1.0_224_quant.tflite --threshold 0.3 --max-labels 3 --annotate /tmp/table.png
+        edgevision detect ../shared/images/cat.bmp --detector ../shared/models/coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite --orientation left --classify
+        edgevision detect ../shared/images --multiple --classify --annotate /tmp/annotated --threads 2 --json
+        """,
         run: runDetect)
 
     static let track = Command(
         name: "track",
         summary: "Detect and track objects through a video (ML Kit object tracking, stream mode).",
-        usage: "track VIDEO [--multiple] [--classify] [--custom-model MODEL] [--keep-frames N] [--annotate OUT.mp4] [--json]",
+        usage: "track VIDEO [--multiple] [--classify] [--custom-model MODEL] [--threshold T] [--max-labels N] [--detector MODEL] [--keep-frames N] [--live] [--annotate OUT.mp4] [--json]",
         options: sharedOptions + [
             .value("keep-frames", "N", "Frames an unseen object keeps its ID (default 2)."),
-            .value("annotate", "OUT.mp4", "Write the video with boxes and tracking IDs drawn on it."),
-            .flag("json", "Print JSON Lines: one {\"frame\",\"timestampMs\",\"objects\"} per frame."),
+            VideoInput.liveOption("detected"),
+            .value("annotate", "OUT.mp4", "Write the video with boxes and tracking IDs drawn on it (with --live: the processed frames)."),
+            .flag("json", "Print JSON Lines: one {\"frame\",\"timestampMs\",\"objects\"} per frame (with --live: per processed frame, then {\"summary\":{\"frames\",\"processed\",\"dropped\"}})."),
         ],
-        example: "edgevision track ../shared/videos/traffic_frames.mp4 --multiple --json",
+        example: """
+        edgevision track ../shared/videos/traffic_frames.mp4 --multiple --json
+        edgevision track ../shared/videos/traffic_frames.mp4 --multiple --classify --keep-frames 5 --annotate /tmp/tracked.mp4
+        edgevision track ../shared/videos/traffic_frames.mp4 --custom-model ../shared/models/mobilenet_v1_0.25_224_quant.tflite --threshold 0.2 --max-labels 2 --detector ../shared/models/coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite
+        edgevision track ../shared/videos/traffic_frames.mp4 --multiple --live --json
+        """,
         run: runTrack)
 
     static func makeDetector(_ args: ParsedArguments, mode: CommonObjectDetectorOptions.DetectorMode) throws -> ObjectDetector {
@@ -129,27 +140,31 @@ enum DetectCommand {
         let videoPath = try args.requirePositionals(["VIDEO"])[0]
         let detector = try makeDetector(args, mode: .stream)
         let reader = try VideoReader(path: videoPath)
-        var writer: VideoWriter?
-        if let out = args.value("annotate") {
-            writer = try VideoWriter(path: out, width: reader.width, height: reader.height, frameRate: reader.frameRate)
-        }
-        var frames = 0
-        while let frame = try reader.nextFrame() {
-            let image = VisionImage(buffer: frame.pixels)
-            let objects = try detector.results(in: image)
-            if let writer {
+        let annotated = args.value("annotate").map { AnnotatedVideo(path: $0, frameRate: reader.frameRate) }
+        let json = args.flag("json")
+        let deliver = { @Sendable (frame: VideoFrame, objects: [Object]) throws in
+            if let annotated {
                 draw(objects, on: try Canvas(frame.pixels))
-                try writer.write(frame.pixels)
+                try annotated.write(frame.pixels)
             }
-            if args.flag("json") {
-                print(JSON.object([("frame", .int(frame.index)), ("timestampMs", .int(frame.timestampMilliseconds)), ("objects", json(objects))]).serialized)
+            if json {
+                print(JSON.object([("frame", .int(frame.index)), ("timestampMs", .int(frame.timestampMilliseconds)), ("objects", self.json(objects))]).serialized)
             } else {
                 let ids = objects.map { o in "#\(o.trackingID?.intValue ?? -1)" + (o.labels.first.map { " \($0.text)" } ?? "") }
                 print("frame \(frame.index) \(frame.timestampMilliseconds) ms: \(ids.joined(separator: ", "))")
             }
-            frames += 1
         }
-        try writer?.finish()
-        if !args.flag("json") { print("\(frames) frames") }
+        if args.flag("live") {
+            try VideoInput.runLive(reader, command: track.name, json: json,
+                                   work: { frame in try detector.results(in: VisionImage(buffer: frame.pixels)) }, deliver: deliver)
+        } else {
+            var frames = 0
+            while let frame = try reader.nextFrame() {
+                try deliver(frame, try detector.results(in: VisionImage(buffer: frame.pixels)))
+                frames += 1
+            }
+            if !json { print("\(frames) frames") }
+        }
+        try annotated?.finish()
     }
 }

@@ -9,7 +9,10 @@ enum InspectCommand {
         summary: "Show a model's inputs, outputs, ops, multiply-accumulates and metadata.",
         usage: "inspect MODEL [--json]",
         options: [.flag("json", "Print exactly one JSON object instead of the human-readable summary.")],
-        example: "edgevision inspect ../shared/models/mobilenet_v2_1.0_224_quant.tflite --json",
+        example: """
+        edgevision inspect ../shared/models/mobilenet_v2_1.0_224_quant.tflite
+        edgevision inspect ../shared/models/mobilenet_v2_1.0_224_quant.tflite --json
+        """,
         run: run)
 
     static func run(_ args: ParsedArguments) throws {

@@ -12,12 +12,16 @@ enum InvokeCommand {
             .value("output-dir", "DIR", "Directory to write output_<i>.bin for every model output (created if missing)."),
             .value("threads", "N", "Threads for one invoke (default 1)."),
         ],
-        example: "edgevision invoke ../shared/models/mobilenet_v2_1.0_224_quant.tflite --input ../shared/reference/goldens/mobilenet_v2_1.0_224_quant/burger.input.bin --output-dir /tmp/out",
+        example: """
+        edgevision invoke ../shared/models/mobilenet_v2_1.0_224_quant.tflite --input ../shared/reference/goldens/mobilenet_v2_1.0_224_quant/burger.input.bin --output-dir /tmp/out
+        edgevision invoke ../shared/models/traffic_model.tflite --input ../shared/reference/goldens/traffic_model/traffic_0001.input.bin --input ../shared/reference/goldens/traffic_model/traffic_0001.input_1.bin --input ../shared/reference/goldens/traffic_model/traffic_0001.input_2.bin --output-dir /tmp/out --threads 2
+        """,
         run: run)
 
     static func run(_ args: ParsedArguments) throws {
         let path = try args.requirePositionals(["MODEL"])[0]
         let inputs = args.values("input")
+        guard !inputs.isEmpty else { throw UsageError("missing option --input FILE (one per model input)") }
         guard let outputDirectory = args.value("output-dir") else { throw UsageError("missing option --output-dir DIR") }
         let threads = try args.int("threads") ?? 1
         guard threads >= 1 else { throw UsageError("--threads must be at least 1") }

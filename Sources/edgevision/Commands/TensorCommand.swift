@@ -14,7 +14,10 @@ enum TensorCommand {
             .value("out", "FILE", "Where to write the raw little-endian tensor bytes (the goldens' *.input.bin format)."),
             .value("orientation", "O", "How the stored image must be turned to be upright: \(ImageOrientation.allCases.map(\.rawValue).joined(separator: "|")). Default: the file's EXIF orientation, else up."),
         ],
-        example: "edgevision tensor ../shared/images/burger.jpg --model ../shared/models/mobilenet_v2_1.0_224_quant.tflite --out /tmp/burger.bin",
+        example: """
+        edgevision tensor ../shared/images/burger.jpg --model ../shared/models/mobilenet_v2_1.0_224_quant.tflite --out /tmp/burger.bin
+        edgevision tensor ../shared/images/sergey.png --model ../shared/models/selfie_segmentation.tflite --out /tmp/sergey.f32 --orientation right
+        """,
         run: run)
 
     static func run(_ args: ParsedArguments) throws {
