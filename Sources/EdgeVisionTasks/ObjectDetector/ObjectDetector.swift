@@ -114,7 +114,11 @@ public final class ObjectDetector: @unchecked Sendable {
         self.delegate = delegate
         if runningMode == .liveStream {
             scheduler = LiveStreamScheduler(
-                work: { [unowned self] image, timestamp in try self.run(image, timestamp: timestamp) },
+                // Weak, not unowned: the detector may be released while a frame waits or runs.
+                work: { [weak self] image, timestamp in
+                    guard let self else { throw VisionError(.invalidCall, "The object detector was released.") }
+                    return try self.run(image, timestamp: timestamp)
+                },
                 deliver: { [weak self] result, timestamp in
                     guard let self, let delegate = self.delegate else { return }
                     switch result {
@@ -129,7 +133,8 @@ public final class ObjectDetector: @unchecked Sendable {
         }
     }
 
-    deinit { scheduler?.waitUntilIdle() }
+    // No waiting in deinit: the last reference may go away on the delivery queue (inside a delegate
+    // callback), where waiting for that queue to drain would never return.
 
     /// Detects objects in a single image (image mode).
     ///

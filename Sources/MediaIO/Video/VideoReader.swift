@@ -25,7 +25,7 @@ public struct VideoFrame: Sendable {
 /// ```swift
 /// let reader = try VideoReader(path: "traffic.mp4")
 /// while let frame = try reader.nextFrame() {
-///     try detector.results(for: frame.pixels, timestampMilliseconds: frame.timestampMilliseconds)
+///     print(frame.index, frame.timestampMilliseconds, frame.pixels.width, frame.pixels.height)
 /// }
 /// ```
 ///

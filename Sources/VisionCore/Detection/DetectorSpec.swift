@@ -108,7 +108,9 @@ public struct DetectorSpec: Sendable {
         let scores = try interpreter.outputFloats(at: scoresOutput)
         let count = try interpreter.outputFloats(at: countOutput).first ?? 0
         guard count.isFinite else { return [] }
-        let n = max(0, min(Int(count), scores.count, classes.count, boxes.count / 4))
+        // Model outputs are untrusted floats: clamp before converting to Int (huge values trap).
+        let limit = min(scores.count, classes.count, boxes.count / 4)
+        let n = count > 0 ? Int(min(count, Float(limit))) : 0
         var result: [DetectedBox] = []
         for i in 0..<n {
             let b = boxes[(4 * i)..<(4 * i + 4)].map { $0 }
@@ -117,7 +119,7 @@ public struct DetectorSpec: Sendable {
             let x0 = Double(min(max(left, 0), 1)) * Double(width), x1 = Double(min(max(right, 0), 1)) * Double(width)
             let y0 = Double(min(max(top, 0), 1)) * Double(height), y1 = Double(min(max(bottom, 0), 1)) * Double(height)
             guard x1 > x0, y1 > y0 else { continue }
-            let classIndex = Int(classes[i])
+            let classIndex = classes[i] >= 0 && classes[i] < 1e9 ? Int(classes[i]) : -1
             var score = scores[i]
             if let calibration { score = calibration.calibrate(score, classIndex: classIndex) }
             let label = labels.flatMap { classIndex >= 0 && classIndex < $0.count ? $0[classIndex] : nil }
