@@ -242,57 +242,70 @@ final class MutationRobustnessTests: XCTestCase {
     // MARK: Associated-files ZIP
 
     func testMutatedAssociatedFilesArchiveFailsCleanly() throws {
-        let results = Results()
-        var archives = 0
+        var found: [(name: String, bytes: Data, archiveStart: Int)] = []
         for url in try SharedData.allModels() {
             let original = try Data(contentsOf: url)
-            let bytes = [UInt8](original)
-            guard let start = Layout.archiveStart(bytes) else { continue }
-            archives += 1
+            guard let start = Layout.archiveStart([UInt8](original)) else { continue }
             XCTAssertNotNil(try TFLiteModel(data: original).associatedFiles(), url.lastPathComponent)
-            // The archive plus some FlatBuffer bytes before it (so the archive has a prefix, as in the file).
-            let regionStart = max(0, start - 64)
-            let region = Array(bytes[regionStart...])
-            var layout = Layout(bytes: region)
-            layout.structural = [(start - regionStart)..<region.count]
-            // End of central directory and the central directory, then the local headers.
-            layout.hot = Layout.zipDirectory(region).map { [$0] } ?? []
-            layout.secondary = Layout.localHeaders(region).map { $0..<min(region.count, $0 + 30) }
-
-            let name = "ZIP of \(url.lastPathComponent)"
-            var report = Report(name: name)
-            var rng = SeededGenerator(seed: Self.seed(for: name))
-            var work = Data(region)
-            var full = original
-            for iteration in 0..<Self.iterations(1_500) {
-                let mutation = layout.mutate(&work, rng: &rng)
-                let context = CaseContext(name: name, iteration: iteration, kind: mutation.kind)
-                if Self.verbose { FileHandle.standardError.write(Data("fuzz: \(context)\n".utf8)) }
-                let input = Self.input(work, mutation)
-                report.cases += 1
-                var archive: ZipArchive?
-                do {
-                    archive = try ZipArchive(data: try ModelData(input))
-                    report.parsed += 1
-                } catch let error as ModelFormatError {
-                    report.rejected(error, context)
-                } catch {
-                    report.fail(context, "ZipArchive(data:)", error)
-                }
-                for entry in archive?.entries ?? [] {
-                    report.step(context, "contents(of: \(entry.name))") { _ = try archive?.contents(of: entry) }
-                }
-                // One case in 25 goes through the whole model: labels of every output.
-                if iteration % 25 == 0 {
-                    full.replaceSubrange(regionStart..<full.count, with: input)
-                    Self.exerciseModel(full, report: &report, context: context)
-                }
-                mutation.undo(&work)
-            }
-            results.add(report)
+            found.append((url.lastPathComponent, original, start))
         }
-        XCTAssertGreaterThanOrEqual(archives, 5)
+        XCTAssertGreaterThanOrEqual(found.count, 5)
+        let jobs = found
+        let results = Results()
+        let watchdog = Watchdog(limit: Self.hangSeconds)
+        DispatchQueue.concurrentPerform(iterations: jobs.count) { job in
+            let (name, original, start) = jobs[job]
+            results.add(Self.fuzzArchive(name: name, bytes: original, archiveStart: start, iterations: Self.iterations(3_000),
+                                         worker: job, watchdog: watchdog))
+        }
+        watchdog.stop()
         results.check(self)
+    }
+
+    static func fuzzArchive(name model: String, bytes original: Data, archiveStart start: Int, iterations: Int,
+                            worker: Int, watchdog: Watchdog) -> Report {
+        // The archive plus some FlatBuffer bytes before it (so the archive has a prefix, as in the file).
+        let regionStart = max(0, start - 64)
+        let region = [UInt8](original[regionStart...])
+        var layout = Layout(bytes: region)
+        layout.structural = [(start - regionStart)..<region.count]
+        // End of central directory and the central directory, then the local headers.
+        layout.hot = Layout.zipDirectory(region).map { [$0] } ?? []
+        layout.secondary = Layout.localHeaders(region).map { $0..<min(region.count, $0 + 30) }
+
+        let name = "ZIP of \(model)"
+        var report = Report(name: name)
+        var rng = SeededGenerator(seed: Self.seed(for: name))
+        var work = Data(region)
+        var full = original
+        for iteration in 0..<iterations {
+            let mutation = layout.mutate(&work, rng: &rng)
+            let context = CaseContext(name: name, iteration: iteration, kind: mutation.kind)
+            if Self.verbose { FileHandle.standardError.write(Data("fuzz: \(context)\n".utf8)) }
+            watchdog.begin(worker, context)
+            let input = Self.input(work, mutation)
+            report.cases += 1
+            var archive: ZipArchive?
+            do {
+                archive = try ZipArchive(data: try ModelData(input))
+                report.parsed += 1
+            } catch let error as ModelFormatError {
+                report.rejected(error, context)
+            } catch {
+                report.fail(context, "ZipArchive(data:)", error)
+            }
+            for entry in archive?.entries ?? [] {
+                report.step(context, "contents(of: \(entry.name))") { _ = try archive?.contents(of: entry) }
+            }
+            // One case in 40 goes through the whole model: labels of every output.
+            if iteration % 40 == 0 {
+                full.replaceSubrange(regionStart..<full.count, with: input)
+                Self.exerciseModel(full, report: &report, context: context)
+            }
+            watchdog.end(worker)
+            mutation.undo(&work)
+        }
+        return report
     }
 }
 
@@ -497,11 +510,22 @@ struct Layout {
         }
     }
 
-    /// The start of the ZIP archive appended to the file (from the end-of-central-directory record).
+    /// The start of the ZIP archive appended to the file: its first local header (the central
+    /// directory's offsets may be relative to the archive or, as the metadata writer's are, to the file).
     static func archiveStart(_ bytes: [UInt8]) -> Int? {
         guard let (record, directoryStart) = eocd(bytes).map({ ($0.0, $0.1) }) else { return nil }
-        let prefix = directoryStart - Layout(bytes: bytes).u32(record + 16)
-        return prefix >= 0 ? prefix : nil
+        let layout = Layout(bytes: bytes)
+        let prefix = directoryStart - layout.u32(record + 16)
+        guard prefix >= 0 else { return nil }
+        var start = directoryStart
+        var q = directoryStart
+        for _ in 0..<layout.u16(record + 10) {
+            guard q + 46 <= record, layout.u32(q) == 0x0201_4b50 else { break }
+            let local = layout.u32(q + 42) + prefix
+            if local < start { start = local }
+            q += 46 + layout.u16(q + 28) + layout.u16(q + 30) + layout.u16(q + 32)
+        }
+        return start
     }
 
     /// (end-of-central-directory position, central directory start).

@@ -44,9 +44,22 @@ extension TFLiteModel {
               outputIndex >= 0, outputIndex < subgraph.outputTensors.count else { return [] }
         let files = subgraph.outputTensors[outputIndex].associatedFiles.filter { types.contains($0.type) }
         guard !files.isEmpty, let zip = try archive ?? associatedFiles() else { return [] }
+        // Each archive entry is extracted once, however often the metadata names it (hostile
+        // metadata could otherwise multiply one large file), and the total is bounded.
+        var extracted: [String: [String]] = [:]
+        var totalBytes = 0
         return try files.compactMap { file in
+            if let labels = extracted[file.name] {
+                return LabelFile(fileName: file.name, locale: file.locale, labels: labels)
+            }
             guard let data = try zip.contents(ofFileNamed: file.name) else { return nil }
-            return LabelFile(fileName: file.name, locale: file.locale, labels: LabelFile.lines(of: data))
+            totalBytes += data.count
+            guard totalBytes <= ZipArchive.maximumEntrySize else {
+                throw ModelFormatError(.resourceLimit, "The model's label files total more than \(ZipArchive.maximumEntrySize) bytes.")
+            }
+            let labels = LabelFile.lines(of: data)
+            extracted[file.name] = labels
+            return LabelFile(fileName: file.name, locale: file.locale, labels: labels)
         }
     }
 }
