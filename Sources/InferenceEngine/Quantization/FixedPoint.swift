@@ -64,6 +64,23 @@ enum FixedPoint {
         return roundingDivideByPOT(saturatingRoundingDoublingHighMul(shifted, multiplier), rightShift)
     }
 
+    /// MultiplyByQuantizedMultiplier as LiteRT's builtin GEMM-based kernels compute it on this
+    /// machine (x86-64 with AVX): cpu_backend_gemm runs ruy's AVX2/AVX-512 kernels, which emulate
+    /// ARM's `sqrdmulh` + `srshl`: the doubling high multiply adds 2^30 and shifts right by 31 (round
+    /// half UP, toward +inf), and the final rounding right shift adds 2^(exponent-1) and shifts
+    /// arithmetically (round half UP as well). The reference kernels (``multiply(_:by:shift:)``)
+    /// round both halves away from zero; the two differ by 1 on negative exact halves.
+    @inline(__always)
+    static func multiplyRoundingHalfUp(_ x: Int32, by multiplier: Int32, shift: Int) -> Int32 {
+        let leftShift = shift > 0 ? shift : 0
+        let rightShift = shift > 0 ? 0 : -shift
+        let shifted = Int64(Int32(truncatingIfNeeded: Int64(x) << leftShift))
+        let high = Int64(Int32(clamping: (shifted * Int64(multiplier) + (1 << 30)) >> 31))
+        guard rightShift > 0 else { return Int32(high) }
+        // ruy saturates an overflowing (x + nudge) to 1 << (31 - exponent): the same as in 64 bits.
+        return Int32(truncatingIfNeeded: (high + (Int64(1) << (rightShift - 1))) >> Int64(rightShift))
+    }
+
     /// The quantized range [min, max] of a fused activation for an output with `scale`/`zeroPoint`
     /// stored in `type` (TFLite's CalculateActivationRangeQuantized).
     static func activationRange(_ activation: FusedActivation, scale: Float, zeroPoint: Int32, type: ElementType) -> (min: Int32, max: Int32) {

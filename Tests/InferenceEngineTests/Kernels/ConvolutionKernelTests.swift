@@ -193,6 +193,10 @@ final class ConvolutionKernelTests: XCTestCase {
         // Rounding: bias 28 → 140 * 0.125 = 17.5 → 18 (round half away from zero).
         let rounded = try Self.run(.conv2D, Self.conv(), [input, filter, .int32([28], shape: [1])], .uint8(scale: 1, zeroPoint: 10))
         XCTAssertEqual(rounded.bytes, [28])
+        // A negative half: bias -148 → -36 * 0.125 = -4.5 → -4 (LiteRT's builtin CONV_2D on x86 rounds
+        // halves up; the reference kernel would give -5), + 10 = 6.
+        let negativeHalf = try Self.run(.conv2D, Self.conv(), [input, filter, .int32([-148], shape: [1])], .uint8(scale: 1, zeroPoint: 10))
+        XCTAssertEqual(negativeHalf.bytes, [6])
         // RELU6 clamps to quantize(6) = 16; the uint8 range clamps at 255.
         let relu6 = try Self.run(.conv2D, Self.conv(activation: .relu6), [input, filter, bias], .uint8(scale: 1, zeroPoint: 10))
         XCTAssertEqual(relu6.bytes, [16])
@@ -207,8 +211,10 @@ final class ConvolutionKernelTests: XCTestCase {
         let bias = TensorValue.int32([2, -4], shape: [2])
         let out = try Self.run(.conv2D, Self.conv(), [input, filter, bias], .int8(scale: 1, zeroPoint: 3))
         // ch0: 4*2 + (-2)*1 = 6, +2 = 8, *0.5 = 4, +3 = 7.
-        // ch1: 4*(-4) + (-2)*8 = -32, -4 = -36, *0.125 = -4.5 → -5 (away from zero), +3 = -2.
-        XCTAssertEqual(out.values(as: Int8.self), [7, -2])
+        // ch1: 4*(-4) + (-2)*8 = -32, -4 = -36, *0.125 = -4.5 → -4, +3 = -1. CONV_2D follows LiteRT's
+        // builtin kernel on x86 (cpu_backend_gemm/ruy: halves round up); the reference kernel would
+        // round -4.5 away from zero to -5 (output -2).
+        XCTAssertEqual(out.values(as: Int8.self), [7, -1])
     }
 
     func testConvQuantizedRandomMatchesReference() throws {
@@ -803,7 +809,9 @@ enum ConvReference {
         let values = r.values.enumerated().map { index, acc -> Int32 in
             let c = index % cout
             let (m, s) = quantizeMultiplier(multipliers[c])
-            return min(range.1, max(range.0, multiply(acc + bias[c], m, s) + outputZeroPoint))
+            // CONV_2D requantizes like LiteRT's builtin GEMM path (halves up); DEPTHWISE_CONV_2D like the reference.
+            let scaled = depthwise ? multiply(acc + bias[c], m, s) : multiplyHalfUp(acc + bias[c], m, s)
+            return min(range.1, max(range.0, scaled + outputZeroPoint))
         }
         return (values, r.shape)
     }
@@ -855,6 +863,15 @@ enum ConvReference {
         if shift < -31 { return (0, 0) }
         if shift > 30 { return (Int32.max, 30) }
         return (Int32(qFixed), Int(shift))
+    }
+
+    /// MultiplyByQuantizedMultiplier as ruy's x86 kernels (LiteRT's builtin CONV_2D) compute it:
+    /// (a * m + 2^30) >> 31, then (x + 2^(right-1)) >> right: both halves round up.
+    static func multiplyHalfUp(_ x: Int32, _ multiplier: Int32, _ shift: Int) -> Int32 {
+        let left = max(shift, 0), right = max(-shift, 0)
+        let a = Int64(Int32(truncatingIfNeeded: Int64(x) << left))
+        let high = Int64(Int32(clamping: (a * Int64(multiplier) + (1 << 30)) >> 31))
+        return right > 0 ? Int32(truncatingIfNeeded: (high + (Int64(1) << (right - 1))) >> Int64(right)) : Int32(high)
     }
 
     /// TFLite's MultiplyByQuantizedMultiplier (double rounding).

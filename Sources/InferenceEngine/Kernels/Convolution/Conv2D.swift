@@ -100,8 +100,10 @@ struct Conv2DKernel: Kernel {
             filterZeroPoint = kind == .uint8 ? try ConvolutionSupport.zeroPoint(filter, "filter", context) : 0
             let outputZeroPoint = try ConvolutionSupport.zeroPoint(output, "output", context)
             let range = FixedPoint.activationRange(options.activation, scale: output.scale, zeroPoint: outputZeroPoint, type: output.type)
+            // LiteRT's builtin CONV_2D (uint8 and int8 per-channel) is im2col + cpu_backend_gemm; on x86 its
+            // requantization rounds halves up (ruy). The reference kernels round them away from zero.
             requantizer = ConvRequantizer(multipliers: multipliers, shifts: shifts, outputZeroPoint: outputZeroPoint,
-                                          activationMin: range.min, activationMax: range.max)
+                                          activationMin: range.min, activationMax: range.max, rounding: .gemmHalfUp)
         }
         let (floatMin, floatMax) = FixedPoint.activationRange(options.activation)
 

@@ -151,15 +151,29 @@ enum ConvolutionSupport {
     static func align(_ bytes: Int) -> Int { (bytes + 63) & ~63 }
 }
 
-/// The requantization step of TFLite's reference integer kernels, with per-channel multipliers
+/// The requantization step of TFLite's integer convolution kernels, with per-channel multipliers
 /// (for uint8 all channels share TFLite's single multiplier): acc (+ bias) → MultiplyByQuantizedMultiplier
 /// → + output zero point → clamp to the activation range.
 struct ConvRequantizer: Sendable {
+    /// How MultiplyByQuantizedMultiplier rounds exact halves.
+    enum Rounding: Sendable {
+        /// The reference kernels (reference_ops / reference_integer_ops): SaturatingRoundingDoublingHighMul
+        /// and RoundingDivideByPOT both round half away from zero. LiteRT's builtin DEPTHWISE_CONV_2D on
+        /// x86 matches this (checked node by node on the shared models).
+        case reference
+        /// LiteRT's builtin kernels that go through cpu_backend_gemm (CONV_2D uint8 optimized_ops::Conv
+        /// and int8 optimized_integer_ops::ConvPerChannel: im2col + GEMM), which on x86 with AVX run
+        /// ruy's AVX2/AVX-512 kernels: the high multiply and the final rounding right shift both round
+        /// half UP (ARM sqrdmulh/srshl semantics); see ``FixedPoint/multiplyRoundingHalfUp(_:by:shift:)``.
+        case gemmHalfUp
+    }
+
     let multipliers: [Int32]
     let shifts: [Int32]
     let outputZeroPoint: Int32
     let activationMin: Int32
     let activationMax: Int32
+    var rounding: Rounding = .reference
 
     /// Writes `count` output channels from int32 accumulators (channel `c` = `firstChannel + i`).
     @inline(__always)
@@ -171,7 +185,9 @@ struct ConvRequantizer: Sendable {
                     let c = firstChannel + i
                     var a = acc[i]
                     if let bias { a = a &+ bias[c] }
-                    var v = FixedPoint.multiply(a, by: m[c], shift: Int(s[c])) &+ outputZeroPoint
+                    var v = (rounding == .reference
+                             ? FixedPoint.multiply(a, by: m[c], shift: Int(s[c]))
+                             : FixedPoint.multiplyRoundingHalfUp(a, by: m[c], shift: Int(s[c]))) &+ outputZeroPoint
                     v = Swift.max(v, activationMin)
                     v = Swift.min(v, activationMax)
                     out[i] = T(truncatingIfNeeded: v)
