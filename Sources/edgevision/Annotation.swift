@@ -78,7 +78,7 @@ enum Annotation {
 
     /// "text 0.93", or "class INDEX 0.93" when the model has no label for it.
     static func labelLine(_ text: String?, index: Int, score: Float) -> String {
-        let name = (text?.isEmpty ?? true) ? "class \(index)" : text!
+        let name = text.flatMap { $0.isEmpty ? nil : $0 } ?? "class \(index)"
         return "\(name) \(String(format: "%.2f", score))"
     }
 

@@ -50,6 +50,20 @@ public enum RunningMode: Sendable, Hashable {
         }
     }
 
+    /// MediaPipe's rule for the live-stream delegate: required in live-stream mode, forbidden otherwise.
+    func validate(hasDelegate: Bool) throws {
+        switch self {
+        case .image, .video:
+            guard !hasDelegate else {
+                throw VisionError(.invalidOptions, "The vision task is in image or video mode. The delegate must not be set in the task's options.")
+            }
+        case .liveStream:
+            guard hasDelegate else {
+                throw VisionError(.invalidOptions, "The vision task is in live stream mode. An object must be set as the delegate of the task in its options to ensure asynchronous delivery of results.")
+            }
+        }
+    }
+
     /// MediaPipe's error when a method of another running mode is called.
     func check(expected: RunningMode) throws {
         guard self == expected else {

@@ -86,16 +86,7 @@ public final class ImageClassifier: @unchecked Sendable {
             throw VisionError(.invalidOptions, "Invalid max_results option: value must be != 0.")
         }
         let delegate = options.imageClassifierLiveStreamDelegate
-        switch options.runningMode {
-        case .image, .video:
-            guard delegate == nil else {
-                throw VisionError(.invalidOptions, "The vision task is in image or video mode. The delegate must not be set in the task's options.")
-            }
-        case .liveStream:
-            guard delegate != nil else {
-                throw VisionError(.invalidOptions, "The vision task is in live stream mode. An object must be set as the delegate of the task in its options to ensure asynchronous delivery of results.")
-            }
-        }
+        try options.runningMode.validate(hasDelegate: delegate != nil)
         model = try options.baseOptions.loadModel()
         classifier = try ClassifierSpec(model: model, displayNamesLocale: options.displayNamesLocale ?? "en")
         filter = ClassificationFilter(scoreThreshold: options.scoreThreshold, maxResults: options.maxResults,

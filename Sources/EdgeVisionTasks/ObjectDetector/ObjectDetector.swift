@@ -88,16 +88,7 @@ public final class ObjectDetector: @unchecked Sendable {
             throw VisionError(.invalidOptions, "`categoryAllowlist` and `categoryDenylist` are mutually exclusive options.")
         }
         let delegate = options.objectDetectorLiveStreamDelegate
-        switch options.runningMode {
-        case .image, .video:
-            guard delegate == nil else {
-                throw VisionError(.invalidOptions, "The vision task is in image or video mode. The delegate must not be set in the task's options.")
-            }
-        case .liveStream:
-            guard delegate != nil else {
-                throw VisionError(.invalidOptions, "The vision task is in live stream mode. An object must be set as the delegate of the task in its options to ensure asynchronous delivery of results.")
-            }
-        }
+        try options.runningMode.validate(hasDelegate: delegate != nil)
         model = try options.baseOptions.loadModel()
         guard model.metadata != nil else {
             throw VisionError(.incompatibleModel, "Object detection models require TFLite Model Metadata but none was found")
