@@ -41,8 +41,11 @@ let package = Package(
         // Pictures in and out: pixel buffers, decoders/encoders, orientation, video, annotation.
         .target(name: "MediaIO", dependencies: ["CTurboJPEG", "CSPNG", "CWebP", "CFFmpeg", "CFreeType"]),
 
+        // Debian's pthreadpool (libpthreadpool-dev): the persistent thread pool of multi-threaded invokes.
+        .systemLibrary(name: "CPThreadPool", providers: [.apt(["libpthreadpool-dev"])]),
+
         // The interpreter: compiled models, kernels (one op per file), memory planning.
-        .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore"]),
+        .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore", "CPThreadPool"]),
 
         // What both task APIs share: model compatibility, image preprocessing, errors.
         .target(name: "VisionCore", dependencies: ["InferenceEngine", "MediaIO", "TFLiteFormat", "TensorCore"]),

@@ -72,6 +72,34 @@ final class GoldenParityTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(table.count, 30)
     }
 
+    /// Results do not depend on the thread count: every output of every golden model is
+    /// byte-identical at 1 and 2 threads (so the parity above holds at 2 threads too).
+    func testOutputsAreIdenticalAtOneAndTwoThreads() throws {
+        try XCTSkipIf(_isDebugAssertConfiguration(), "model-sized runs need an optimized build: swift test -c release")
+        let index = try SharedData.goldenIndex()
+        let models = try XCTUnwrap(index["models"] as? [String: [String: Any]])
+        var checked = 0
+        for name in models.keys.sorted() {
+            guard let entry = models[name], entry["status"] as? String == "ok", let image = (entry["images"] as? [String])?.first else { continue }
+            let model = try Model(contentsOfFile: SharedData.model("\(name).tflite").path)
+            let directory = SharedData.goldens.appendingPathComponent(name)
+            let record = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("\(image).json"))) as? [String: Any] ?? [:]
+            var outputs: [[Data]] = []
+            for threads in [1, 2] {
+                let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
+                for input in record["inputs"] as? [[String: Any]] ?? [] {
+                    try interpreter.copyInput(Data(contentsOf: directory.appendingPathComponent(try XCTUnwrap(input["file"] as? String))),
+                                              at: try XCTUnwrap(input["index"] as? Int))
+                }
+                interpreter.invoke()
+                outputs.append(try model.outputs.indices.map { try interpreter.outputData(at: $0) })
+            }
+            XCTAssertEqual(outputs[0], outputs[1], "\(name): outputs differ between 1 and 2 threads")
+            checked += 1
+        }
+        XCTAssertGreaterThanOrEqual(checked, 14)
+    }
+
     /// Element-wise comparison under the parity rules of the engine issue.
     func compare(_ ours: Data, _ reference: Data, dtype: String) -> Comparison {
         guard ours.count == reference.count else {
