@@ -61,7 +61,7 @@ extension Command {
 }
 
 enum CommandLineTool {
-    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command, DetectCommand.detect, DetectCommand.track, ModelsCommand.command]
+    static let commands: [Command] = [InspectCommand.command, InvokeCommand.command, TensorCommand.command, LabelCommand.command, ClassifyCommand.command, SegmentCommand.command, DetectCommand.detect, DetectCommand.track, ModelsCommand.command, BenchCommand.command]
 
     static var overview: String {
         var text = """

@@ -1,0 +1,52 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// End-to-end tests of `edgevision bench` (invoke latency of a model).
+final class BenchCommandTests: CLITestCase {
+    /// mobilenet_v1_0.25_128_quant: 14 M multiply-accumulates, the smallest model.
+    let modelName = "mobilenet_v1_0.25_128_quant"
+
+    func testJSONHasEveryKeyWithPositiveNumbers() throws {
+        try XCTSkipIf(_isDebugAssertConfiguration(), "times a model: needs swift test -c release")
+        let input = SharedData.goldens.appendingPathComponent(modelName).appendingPathComponent("burger.input.bin").path
+        for extra in [[], ["--input", input, "--threads", "2"]] {
+            let result = try succeed(["bench", model("\(modelName).tflite"), "--runs", "3", "--warmup", "1", "--json"] + extra)
+            let object = try jsonObject(result)
+            XCTAssertEqual(Set(object.keys), ["model", "threads", "runs", "medianMs", "p90Ms", "loadMs", "arenaBytes", "peakRSSBytes"])
+            XCTAssertEqual(object["model"] as? String, "\(modelName).tflite")
+            XCTAssertEqual(object["threads"] as? Int, extra.isEmpty ? 1 : 2)
+            XCTAssertEqual(object["runs"] as? Int, 3)
+            for key in ["medianMs", "p90Ms", "loadMs", "arenaBytes", "peakRSSBytes"] {
+                let value = try XCTUnwrap((object[key] as? NSNumber)?.doubleValue, "\(key) is a number: \(result.stdout)")
+                XCTAssertGreaterThan(value, 0, key)
+            }
+            let median = try XCTUnwrap((object["medianMs"] as? NSNumber)?.doubleValue)
+            let p90 = try XCTUnwrap((object["p90Ms"] as? NSNumber)?.doubleValue)
+            XCTAssertLessThanOrEqual(median, p90)
+        }
+    }
+
+    func testHumanOutputIsATable() throws {
+        try XCTSkipIf(_isDebugAssertConfiguration(), "times a model: needs swift test -c release")
+        let result = try succeed(["bench", model("\(modelName).tflite"), "--runs", "2", "--warmup", "0"])
+        for key in ["median", "p90", "load", "arena", "peak RSS"] {
+            XCTAssertTrue(result.stdout.contains(key), "\(key) in: \(result.stdout)")
+        }
+    }
+
+    func testErrors() throws {
+        let tflite = model("\(modelName).tflite")
+        assertUsageError(try tool(["bench"]), "missing argument MODEL")
+        assertUsageError(try tool(["bench", tflite, "--runs", "0"]), "--runs")
+        assertUsageError(try tool(["bench", tflite, "--threads", "0"]), "--threads")
+        assertUsageError(try tool(["bench", tflite, "--warmup", "x"]), "--warmup")
+        assertUsageError(try tool(["bench", tflite, "--bogus"]), "--bogus")
+        let missing = "/nonexistent/edgevision-bench-input.bin"
+        assertRuntimeError(try tool(["bench", tflite, "--input", missing]), [missing])
+        let directory = try temporaryDirectory()
+        let small = directory.appendingPathComponent("small.bin")
+        try Data(repeating: 1, count: 10).write(to: small)
+        assertRuntimeError(try tool(["bench", tflite, "--input", small.path, "--runs", "1", "--warmup", "0"]))
+    }
+}
