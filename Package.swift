@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 //
 // EdgeVision: on-device vision (ML Kit / MediaPipe Tasks APIs) for every platform Swift runs on.
-// Targets form a DAG; see ARCHITECTURE.md. No outside packages and no unsafeFlags, so the package
+// Targets form a DAG; see ARCHITECTURE.md. No outside packages and no unsafe compiler flags, so the package
 // stays usable as a dependency. C libraries come from the system (Debian packages), one
 // systemLibrary target each; no C type is exposed in a public API.
 import PackageDescription

@@ -36,37 +36,12 @@ class CLITestCase: XCTestCase {
     /// if the tool crashed (exit code outside 0...2).
     @discardableResult
     func tool(_ arguments: [String], timeout: TimeInterval = 90, file: StaticString = #filePath, line: UInt = #line) throws -> RunResult {
-        guard let path = ToolRunner.toolPath else {
-            throw ToolRunnerError("the edgevision executable was not found next to the test bundle (set EDGEVISION_TOOL)")
-        }
-        let fm = FileManager.default
-        let directory = fm.temporaryDirectory.appendingPathComponent("edgevision-run-\(UUID().uuidString)")
-        try fm.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? fm.removeItem(at: directory) }
-        let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
-        _ = fm.createFile(atPath: outURL.path, contents: nil)
-        _ = fm.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
-        try process.run()
-        if finished.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            finished.wait()
+        let run = try ToolRunner.run(arguments, timeout: timeout)
+        if run.timedOut {
             XCTFail("edgevision \(arguments.joined(separator: " ")) did not finish within \(timeout) s", file: file, line: line)
         }
-        try out.close()
-        try err.close()
-        let result = RunResult(exitCode: process.terminationStatus,
-                                stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                                stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
-        XCTAssertTrue((0...2).contains(result.exitCode) && process.terminationReason == .exit,
+        let result = RunResult(exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr)
+        XCTAssertTrue((0...2).contains(result.exitCode) && run.exitedNormally,
                       "edgevision \(arguments.joined(separator: " ")) crashed or exited with \(result.exitCode): \(result.stderr)", file: file, line: line)
         return result
     }

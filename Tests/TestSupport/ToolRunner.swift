@@ -5,6 +5,10 @@ public struct ToolResult: Sendable {
     public let exitCode: Int32
     public let stdout: String
     public let stderr: String
+    /// Whether the tool exited normally (not killed by a signal: no crash, no timeout kill).
+    public let exitedNormally: Bool
+    /// Whether the run was killed because it exceeded its time limit.
+    public let timedOut: Bool
 }
 
 /// Runs the built `edgevision` executable, which SwiftPM puts in the same directory as the test
@@ -39,8 +43,9 @@ public enum ToolRunner {
     }()
 
     /// Runs `edgevision` with `arguments`; stdout and stderr are captured through temporary files
-    /// (no pipe can fill up and block the tool).
-    public static func run(_ arguments: [String]) throws -> ToolResult {
+    /// (no pipe can fill up and block the tool). With a `timeout`, the tool is killed after that
+    /// many seconds and the result says so.
+    public static func run(_ arguments: [String], timeout: TimeInterval? = nil) throws -> ToolResult {
         guard let path = toolPath else {
             throw ToolRunnerError("the edgevision executable was not found next to the test bundle (set EDGEVISION_TOOL)")
         }
@@ -58,13 +63,23 @@ public enum ToolRunner {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
         try process.run()
-        process.waitUntilExit()
+        var timedOut = false
+        if let timeout, finished.wait(timeout: .now() + timeout) == .timedOut {
+            timedOut = true
+            process.terminate()
+            finished.wait()
+        } else if timeout == nil {
+            finished.wait()
+        }
         try out.close()
         try err.close()
         return ToolResult(exitCode: process.terminationStatus,
                           stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                          stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+                          stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self),
+                          exitedNormally: process.terminationReason == .exit, timedOut: timedOut)
     }
 }
 

@@ -44,23 +44,10 @@ struct Conv2DKernel: Kernel {
         }
         let input = try context.input(0), filter = try context.input(1), bias = context.optionalInput(2)
         var output = context.outputs[0]
-        try context.expect(input, type: [.float32, .uint8, .int8], "input")
-        try context.expect(input, rank: 4, "input")
-        try context.expect(filter, rank: 4, "filter")
-        guard filter.type == input.type else {
-            throw context.fail("filter has type \(filter.type) but input has type \(input.type) (hybrid or mixed-type convolution is not supported)",
-                               code: .unsupportedOperator)
-        }
-        guard output.type == input.type else {
-            throw context.fail("output has type \(output.type) but input has type \(input.type)", code: .unsupportedOperator)
-        }
-        guard options.strideWidth > 0, options.strideHeight > 0 else {
-            throw context.fail("strides must be positive, are \(options.strideHeight)x\(options.strideWidth)")
-        }
-        guard options.dilationWidth > 0, options.dilationHeight > 0 else {
-            throw context.fail("dilation factors must be positive, are \(options.dilationHeight)x\(options.dilationWidth)")
-        }
-        try ConvolutionSupport.checkActivation(options.activation, context)
+        try ConvolutionSupport.checkOperands(input: input, filter: filter, output: output,
+                                             strides: (options.strideHeight, options.strideWidth),
+                                             dilations: (options.dilationHeight, options.dilationWidth),
+                                             activation: options.activation, context)
 
         let (batches, height, width, channels) = (input.shape[0], input.shape[1], input.shape[2], input.shape[3])
         let (outChannels, kh, kw, filterChannels) = (filter.shape[0], filter.shape[1], filter.shape[2], filter.shape[3])

@@ -30,6 +30,31 @@ enum ConvolutionSupport {
         return FixedPoint.activationRange(activation)
     }
 
+    /// The operand checks CONV_2D and DEPTHWISE_CONV_2D share: float32/uint8/int8 rank-4 input and
+    /// filter of the input's type, output of the input's type, positive strides and dilations, and a
+    /// supported fused activation.
+    static func checkOperands(input: TensorInfo, filter: TensorInfo, output: TensorInfo,
+                              strides: (height: Int, width: Int), dilations: (height: Int, width: Int),
+                              activation: FusedActivation, _ context: OpContext) throws {
+        try context.expect(input, type: [.float32, .uint8, .int8], "input")
+        try context.expect(input, rank: 4, "input")
+        try context.expect(filter, rank: 4, "filter")
+        guard filter.type == input.type else {
+            throw context.fail("filter has type \(filter.type) but input has type \(input.type) (hybrid or mixed-type convolution is not supported)",
+                               code: .unsupportedOperator)
+        }
+        guard output.type == input.type else {
+            throw context.fail("output has type \(output.type) but input has type \(input.type)", code: .unsupportedOperator)
+        }
+        guard strides.width > 0, strides.height > 0 else {
+            throw context.fail("strides must be positive, are \(strides.height)x\(strides.width)")
+        }
+        guard dilations.width > 0, dilations.height > 0 else {
+            throw context.fail("dilation factors must be positive, are \(dilations.height)x\(dilations.width)")
+        }
+        try checkActivation(activation, context)
+    }
+
     static func checkActivation(_ activation: FusedActivation, _ context: OpContext) throws {
         switch activation {
         case .none, .relu, .relu6, .reluN1To1: return
