@@ -63,17 +63,9 @@ struct Conv2DKernel: Kernel {
         }
         if let bias { try ConvolutionSupport.checkBias(bias, inputType: input.type, count: outChannels, context) }
 
-        let outHeight = ConvolutionSupport.outputSize(padding: options.padding, imageSize: height, filterSize: kh,
-                                                      stride: options.strideHeight, dilation: options.dilationHeight)
-        let outWidth = ConvolutionSupport.outputSize(padding: options.padding, imageSize: width, filterSize: kw,
-                                                     stride: options.strideWidth, dilation: options.dilationWidth)
-        guard outHeight >= 0, outWidth >= 0 else {
-            throw context.fail("the \(kh)x\(kw) filter (dilation \(options.dilationHeight)x\(options.dilationWidth)) is larger than the \(height)x\(width) input with VALID padding")
-        }
-        let padTop = ConvolutionSupport.padding(stride: options.strideHeight, dilation: options.dilationHeight,
-                                                inputSize: height, filterSize: kh, outputSize: outHeight)
-        let padLeft = ConvolutionSupport.padding(stride: options.strideWidth, dilation: options.dilationWidth,
-                                                 inputSize: width, filterSize: kw, outputSize: outWidth)
+        let (outHeight, outWidth, padTop, padLeft) = try ConvolutionSupport.geometry(
+            padding: options.padding, input: (height, width), filter: (kh, kw),
+            strides: (options.strideHeight, options.strideWidth), dilations: (options.dilationHeight, options.dilationWidth), context)
         output.shape = [batches, outHeight, outWidth, outChannels]
         context.outputs[0] = output
 

@@ -55,6 +55,26 @@ enum ConvolutionSupport {
         try checkActivation(activation, context)
     }
 
+    /// Output size and leading padding of a convolution window sliding over the input, with
+    /// TFLite's ComputeOutSize / ComputePaddingHeightWidth rules; a filter larger than the input
+    /// with VALID padding is an error.
+    static func geometry(padding: Padding, input: (height: Int, width: Int), filter: (height: Int, width: Int),
+                         strides: (height: Int, width: Int), dilations: (height: Int, width: Int),
+                         _ context: OpContext) throws -> (outHeight: Int, outWidth: Int, padTop: Int, padLeft: Int) {
+        let outHeight = outputSize(padding: padding, imageSize: input.height, filterSize: filter.height,
+                                   stride: strides.height, dilation: dilations.height)
+        let outWidth = outputSize(padding: padding, imageSize: input.width, filterSize: filter.width,
+                                  stride: strides.width, dilation: dilations.width)
+        guard outHeight >= 0, outWidth >= 0 else {
+            throw context.fail("the \(filter.height)x\(filter.width) filter (dilation \(dilations.height)x\(dilations.width)) is larger than the \(input.height)x\(input.width) input with VALID padding")
+        }
+        let padTop = self.padding(stride: strides.height, dilation: dilations.height,
+                                  inputSize: input.height, filterSize: filter.height, outputSize: outHeight)
+        let padLeft = self.padding(stride: strides.width, dilation: dilations.width,
+                                   inputSize: input.width, filterSize: filter.width, outputSize: outWidth)
+        return (outHeight, outWidth, padTop, padLeft)
+    }
+
     static func checkActivation(_ activation: FusedActivation, _ context: OpContext) throws {
         switch activation {
         case .none, .relu, .relu6, .reluN1To1: return
