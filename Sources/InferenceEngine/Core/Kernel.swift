@@ -30,6 +30,9 @@ struct OpContext {
     let inputs: [TensorInfo?]
     /// Outputs: type and quantization from the model; the factory sets `shape`.
     var outputs: [TensorInfo]
+    /// The CKernels instruction-set level optimized kernels may use, or nil: reference kernels only
+    /// (``KernelSelection``).
+    let instructionSet: Int32?
     /// Bytes of scratch memory the kernel needs during `run` (planned in the arena, aligned to 64).
     var scratchByteCount = 0
 

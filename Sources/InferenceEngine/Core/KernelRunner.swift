@@ -70,15 +70,20 @@ package struct OutputSpec: Sendable {
 /// (TFLM's kernel_runner). `inputs` may contain nil for an omitted optional operand.
 package enum KernelRunner {
     package static func run(_ op: BuiltinOperator, options: BuiltinOptions = .none, version: Int = 1,
-                            inputs: [TensorValue?], outputs: [OutputSpec], threads: Int = 1) throws -> [TensorValue] {
-        try run(code: OperatorCode(builtinCode: op, version: version), options: options, customOptions: [], inputs: inputs, outputs: outputs, threads: threads)
+                            inputs: [TensorValue?], outputs: [OutputSpec], threads: Int = 1,
+                            kernels: KernelSelection = .optimized) throws -> [TensorValue] {
+        try run(code: OperatorCode(builtinCode: op, version: version), options: options, customOptions: [], inputs: inputs, outputs: outputs,
+                threads: threads, kernels: kernels)
     }
 
-    package static func run(custom name: String, customOptions: [UInt8], inputs: [TensorValue?], outputs: [OutputSpec], threads: Int = 1) throws -> [TensorValue] {
-        try run(code: OperatorCode(builtinCode: .custom, customCode: name), options: .none, customOptions: customOptions, inputs: inputs, outputs: outputs, threads: threads)
+    package static func run(custom name: String, customOptions: [UInt8], inputs: [TensorValue?], outputs: [OutputSpec], threads: Int = 1,
+                            kernels: KernelSelection = .optimized) throws -> [TensorValue] {
+        try run(code: OperatorCode(builtinCode: .custom, customCode: name), options: .none, customOptions: customOptions, inputs: inputs, outputs: outputs,
+                threads: threads, kernels: kernels)
     }
 
-    static func run(code: OperatorCode, options: BuiltinOptions, customOptions: [UInt8], inputs: [TensorValue?], outputs: [OutputSpec], threads: Int) throws -> [TensorValue] {
+    static func run(code: OperatorCode, options: BuiltinOptions, customOptions: [UInt8], inputs: [TensorValue?], outputs: [OutputSpec], threads: Int,
+                    kernels: KernelSelection) throws -> [TensorValue] {
         guard let factory = KernelRegistry.factory(for: code) else {
             throw EngineError(.unsupportedOperator, "No kernel for \(code.displayName)")
         }
@@ -106,7 +111,8 @@ package enum KernelRunner {
         var context = OpContext(nodeIndex: 0, operatorName: code.displayName, version: code.version, options: options,
                                 customOptions: UnsafeRawBufferPointer(start: optionBytes, count: customOptions.count),
                                 inputs: infos,
-                                outputs: outputs.map { TensorInfo(name: "output", type: $0.type, shape: $0.shape, quantization: $0.quantization, constant: nil) })
+                                outputs: outputs.map { TensorInfo(name: "output", type: $0.type, shape: $0.shape, quantization: $0.quantization, constant: nil) },
+                                instructionSet: kernels.instructionSet)
         let kernel = try factory(&context)
         var outputPointers: [UnsafeMutableRawPointer] = []
         for output in context.outputs {

@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 import TFLiteFormat
 import TensorCore
@@ -8,7 +9,42 @@ public struct ModelOptions: Sendable {
     public var maximumArenaBytes: Int = 4 << 30
     /// The largest single tensor a model may declare.
     public var maximumTensorBytes: Int = 2 << 30
+    /// Which kernels run the operators: the optimized micro-kernels for this CPU (default), a capped
+    /// instruction set, or the portable reference kernels (for tests and bisecting).
+    public var kernels: KernelSelection = .optimized
     public init() {}
+}
+
+/// The kernel set a model is compiled with.
+///
+/// The optimized kernels (C micro-kernels in the CKernels target, with per-function instruction-set
+/// variants chosen at run time) cover the hot operators; every other operator, and every shape the
+/// optimized kernels do not handle, runs the reference kernel. Capping the instruction set
+/// (`portable`, `avx2`, `avx512`) exercises the variants a weaker CPU would run; a cap above what
+/// the CPU supports uses the best it has.
+public enum KernelSelection: String, Sendable, CaseIterable {
+    /// The best variant for this CPU.
+    case optimized
+    /// AVX-512 without VNNI at most.
+    case avx512
+    /// AVX2 + FMA at most.
+    case avx2
+    /// The plain-C variants (what ARM64 and other CPUs run).
+    case portable
+    /// TFLite-reference-semantics Swift kernels only.
+    case reference
+
+    /// The CKernels instruction-set level to use, or nil for the reference kernels.
+    var instructionSet: Int32? {
+        let best = ck_best_isa()
+        switch self {
+        case .optimized: return best
+        case .avx512: return min(best, Int32(CK_ISA_AVX512))
+        case .avx2: return min(best, Int32(CK_ISA_AVX2))
+        case .portable: return Int32(CK_ISA_PORTABLE)
+        case .reference: return nil
+        }
+    }
 }
 
 /// A compiled model: the parsed file, every operator's prepared kernel, the execution order and
@@ -83,7 +119,8 @@ public final class Model: @unchecked Sendable {
                 nodeIndex: opIndex, operatorName: name, version: code.version, options: op.builtinOptions,
                 customOptions: file.customOptions(of: op),
                 inputs: op.inputs.map { $0 >= 0 ? tensors[$0] : nil },
-                outputs: op.outputs.map { tensors[$0] })
+                outputs: op.outputs.map { tensors[$0] },
+                instructionSet: options.kernels.instructionSet)
             for output in op.outputs where tensors[output].isConstant || graph.inputs.contains(output) {
                 throw context.fail("writes tensor \(output) ('\(tensors[output].name)'), which is constant or a model input")
             }

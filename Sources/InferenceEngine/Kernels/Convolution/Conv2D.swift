@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -85,6 +86,19 @@ struct Conv2DKernel: Kernel {
                                           activationMin: range.min, activationMax: range.max, rounding: .gemmHalfUp)
         }
         let (floatMin, floatMax) = FixedPoint.activationRange(options.activation)
+
+        if let isa = context.instructionSet, kind == .float32, groups == 1, let data = filter.constant,
+           bias == nil || bias?.constant != nil,
+           let fast = OptimizedConvFloatKernel(
+               isa: isa,
+               geometry: ck_conv_geometry(inputHeight: height, inputWidth: width, inputChannels: channels,
+                                          outputHeight: outHeight, outputWidth: outWidth, outputChannels: outChannels,
+                                          filterHeight: kh, filterWidth: kw, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+                                          dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth,
+                                          padTop: padTop, padLeft: padLeft),
+               batches: batches, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax) {
+            return fast
+        }
 
         let rows = batches * outHeight
         let pieces = max(1, min(rows, 16))

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -73,6 +74,17 @@ struct DepthwiseConv2DKernel: Kernel {
                                           activationMin: range.min, activationMax: range.max)
         }
         let (floatMin, floatMax) = FixedPoint.activationRange(options.activation)
+        if let isa = context.instructionSet, kind == .float32, depthMultiplier == 1 {
+            let geometry = ck_conv_geometry(inputHeight: height, inputWidth: width, inputChannels: channels,
+                                            outputHeight: outHeight, outputWidth: outWidth, outputChannels: outChannels,
+                                            filterHeight: kh, filterWidth: kw, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+                                            dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth,
+                                            padTop: padTop, padLeft: padLeft)
+            if geometry.fitsOptimizedKernels {
+                return OptimizedDepthwiseFloatKernel(isa: isa, geometry: geometry, batches: batches, pieces: max(1, min(outHeight, 16)),
+                                                     floatMin: floatMin, floatMax: floatMax, hasBias: bias != nil)
+            }
+        }
         let pieces = max(1, min(batches * outHeight, 16))
         let accumulatorStride = kind == .float32 ? 0 : ConvolutionSupport.align(outChannels * 4) / 4
         context.scratchByteCount = pieces * accumulatorStride * 4

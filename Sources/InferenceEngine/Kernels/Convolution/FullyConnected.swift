@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -82,6 +83,19 @@ struct FullyConnectedKernel: Kernel {
                                           activationMin: range.min, activationMax: range.max)
         }
         let (floatMin, floatMax) = FixedPoint.activationRange(options.activation)
+
+        // Float with constant weights: a 1×1 convolution over a 1×batches image in CKernels.
+        if let isa = context.instructionSet, kind == .float32, let data = weights.constant,
+           bias == nil || bias?.constant != nil, batches < Int(Int32.max), units < Int(Int32.max),
+           let fast = OptimizedConvFloatKernel(
+               isa: isa,
+               geometry: ck_conv_geometry(inputHeight: 1, inputWidth: batches, inputChannels: inputSize,
+                                          outputHeight: 1, outputWidth: batches, outputChannels: units,
+                                          filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1,
+                                          dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0),
+               batches: 1, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax) {
+            return fast
+        }
 
         let count = weights.elementCount
         var packedFloat: [Float] = [], packedInteger: [Int16] = []

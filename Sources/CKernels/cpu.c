@@ -1,0 +1,27 @@
+// Run-time detection of the instruction-set level (see ckernels.h).
+#include "ckernels.h"
+
+static int32_t detect(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return CK_ISA_PORTABLE;
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")))
+        return CK_ISA_AVX2;
+    if (!__builtin_cpu_supports("avx512vnni")) return CK_ISA_AVX512;
+    return CK_ISA_AVX512VNNI;
+#else
+    return CK_ISA_PORTABLE;
+#endif
+}
+
+int32_t ck_best_isa(void) {
+    // Detection is idempotent, so a race between two first callers is harmless.
+    static volatile int32_t cached = -1;
+    int32_t isa = cached;
+    if (isa < 0) {
+        isa = detect();
+        cached = isa;
+    }
+    return isa;
+}

@@ -1,0 +1,75 @@
+// CKernels: EdgeVision's hot micro-kernels in C.
+//
+// Every kernel has a portable variant (plain C, compiled for any target, ARM64 included) and, on
+// x86-64, variants compiled with per-function `__attribute__((target(...)))` for AVX2+FMA, AVX-512
+// and AVX-512-VNNI. Callers pass the instruction-set level to use; `ck_best_isa()` detects the best
+// one the CPU supports once. No global state besides that cached detection; every function is
+// thread-safe and never allocates.
+//
+// This header is internal to the engine (InferenceEngine imports it); no C type appears in a
+// public Swift API.
+#ifndef EDGEVISION_CKERNELS_H
+#define EDGEVISION_CKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Instruction-set levels, ordered: a level implies every lower one.
+enum {
+    CK_ISA_PORTABLE = 0,   ///< plain C
+    CK_ISA_AVX2 = 1,       ///< AVX2 + FMA
+    CK_ISA_AVX512 = 2,     ///< AVX-512 F/BW/DQ/VL
+    CK_ISA_AVX512VNNI = 3, ///< AVX-512 + VNNI
+};
+
+/// The best level this CPU supports (detected once; portable on non-x86 machines).
+int32_t ck_best_isa(void);
+
+/// Geometry of a 2-D convolution over one NHWC image (batches are handled by the caller).
+typedef struct {
+    int32_t in_h, in_w, in_c;
+    int32_t out_h, out_w, out_c;
+    int32_t k_h, k_w;
+    int32_t stride_h, stride_w;
+    int32_t dil_h, dil_w;
+    int32_t pad_top, pad_left;
+} ck_conv_geometry;
+
+// ---------------------------------------------------------------------------------------------
+// float32 convolution as an implicit GEMM (no im2col buffer): rows are output pixels, columns
+// output channels in blocks of CK_F32_NR, the reduction runs over taps × input channels. Weights
+// are packed once per model by ck_conv_f32_pack.
+
+#define CK_F32_NR 16
+
+/// Floats of packed weights for `g` (output channels rounded up to CK_F32_NR, bias included).
+size_t ck_conv_f32_packed_count(const ck_conv_geometry *g);
+
+/// Packs filter [out_c][k_h][k_w][in_c] and an optional bias [out_c] into `packed`
+/// (ck_conv_f32_packed_count floats).
+void ck_conv_f32_pack(const ck_conv_geometry *g, const float *filter, const float *bias, float *packed);
+
+/// Computes output pixels [pixel_begin, pixel_end) (flattened oy * out_w + ox) and output-channel
+/// blocks [block_begin, block_end) of one image: output = clamp(conv(input) + bias, out_min, out_max).
+/// `zeros` holds at least in_c zero floats (read for taps outside the image).
+void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                 float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                 int32_t block_end, float out_min, float out_max, const float *zeros);
+
+// ---------------------------------------------------------------------------------------------
+// float32 depthwise convolution with depth multiplier 1: weights [k_h][k_w][c] read in place.
+
+/// Computes output rows [row_begin, row_end) of one image.
+void ck_dwconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *weights,
+                   const float *bias, float *output, int32_t row_begin, int32_t row_end,
+                   float out_min, float out_max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,153 @@
+import CKernels
+import TFLiteFormat
+import TensorCore
+
+/// How an implicit-GEMM convolution's work (output pixels × output-channel blocks, per image) is
+/// cut into pieces: channel blocks are grouped so one group's packed weights stay in L2 while a
+/// piece walks its pixels, and pixels are cut into runs of whole micro-tiles until there are enough
+/// pieces to balance two or more threads. The split depends only on shapes, never on the thread
+/// count, and every output element is computed by exactly one tile over the whole reduction, so
+/// results are identical for every thread count.
+struct GemmSplit: Sendable {
+    let pixels: Int, blocks: Int
+    let pixelChunk: Int, pixelChunks: Int
+    let blockChunk: Int, blockChunks: Int
+
+    /// - Parameter bytesPerBlock: packed weight bytes of one channel block.
+    init(pixels: Int, blocks: Int, bytesPerBlock: Int, minimumPieces: Int = 8, tileRows: Int = 24) {
+        self.pixels = pixels
+        self.blocks = blocks
+        let groupBytes = 192 << 10
+        let chunk = max(1, min(blocks, groupBytes / max(bytesPerBlock, 1)))
+        blockChunk = chunk
+        blockChunks = (blocks + chunk - 1) / chunk
+        let tiles = max(1, (pixels + tileRows - 1) / tileRows)
+        let wanted = max(1, (minimumPieces + blockChunks - 1) / blockChunks)
+        let pixelPieces = min(tiles, wanted)
+        let tilesPerPiece = (tiles + pixelPieces - 1) / pixelPieces
+        pixelChunk = tilesPerPiece * tileRows
+        pixelChunks = (pixels + pixelChunk - 1) / pixelChunk
+    }
+
+    var piecesPerImage: Int { pixelChunks * blockChunks }
+
+    /// Pixel and block ranges of piece `index` (of one image).
+    func ranges(_ index: Int) -> (pixels: Range<Int>, blocks: Range<Int>) {
+        let p = index / blockChunks, b = index % blockChunks
+        let pixelStart = p * pixelChunk, blockStart = b * blockChunk
+        return (pixelStart..<min(pixels, pixelStart + pixelChunk), blockStart..<min(blocks, blockStart + blockChunk))
+    }
+}
+
+extension ck_conv_geometry {
+    init(inputHeight: Int, inputWidth: Int, inputChannels: Int, outputHeight: Int, outputWidth: Int, outputChannels: Int,
+         filterHeight: Int, filterWidth: Int, strideHeight: Int, strideWidth: Int, dilationHeight: Int, dilationWidth: Int,
+         padTop: Int, padLeft: Int) {
+        self.init(in_h: Int32(inputHeight), in_w: Int32(inputWidth), in_c: Int32(inputChannels),
+                  out_h: Int32(outputHeight), out_w: Int32(outputWidth), out_c: Int32(outputChannels),
+                  k_h: Int32(filterHeight), k_w: Int32(filterWidth), stride_h: Int32(strideHeight), stride_w: Int32(strideWidth),
+                  dil_h: Int32(dilationHeight), dil_w: Int32(dilationWidth), pad_top: Int32(padTop), pad_left: Int32(padLeft))
+    }
+
+    /// Whether every dimension fits the C kernels' 32-bit arithmetic (pixel indices and offsets
+    /// within one image) and the tap table.
+    var fitsOptimizedKernels: Bool {
+        let taps = Int(k_h) * Int(k_w)
+        let inputElements = Int(in_h) * Int(in_w) * Int(in_c)
+        let outputElements = Int(out_h) * Int(out_w) * Int(out_c)
+        return taps > 0 && taps <= 256 && inputElements < Int(Int32.max) && outputElements < Int(Int32.max)
+    }
+}
+
+/// Float32 CONV_2D (and FULLY_CONNECTED, as a 1×1 convolution over a 1×batches image) through the
+/// CKernels implicit GEMM: weights and bias packed once at load in blocks of 16 output channels,
+/// no im2col buffer, the clamp of the fused activation in the epilogue.
+struct OptimizedConvFloatKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let packed: [Float]
+    let zeros: [Float]
+    let split: GemmSplit
+    let floatMin: Float, floatMax: Float
+
+    /// Nil when the shapes do not fit the optimized kernel (the caller keeps the reference kernel).
+    init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?,
+          floatMin: Float, floatMax: Float) {
+        guard geometry.fitsOptimizedKernels, batches > 0 else { return nil }
+        let outputChannels = Int(geometry.out_c)
+        let weightCount = outputChannels * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c)
+        guard let filterBase = filter.baseAddress, filter.count >= weightCount * 4 else { return nil }
+        var biasBase: UnsafePointer<Float>?
+        if let bias {
+            guard let base = bias.baseAddress, bias.count >= outputChannels * 4 else { return nil }
+            biasBase = base.assumingMemoryBound(to: Float.self)
+        }
+        var g = geometry
+        let count = ck_conv_f32_packed_count(&g)
+        packed = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let base = buffer.baseAddress {
+                ck_conv_f32_pack(&g, filterBase.assumingMemoryBound(to: Float.self), biasBase, base)
+            }
+            initialized = count
+        }
+        self.isa = isa
+        self.geometry = geometry
+        self.batches = batches
+        zeros = [Float](repeating: 0, count: Int(geometry.in_c))
+        let blocks = (outputChannels + Int(CK_F32_NR) - 1) / Int(CK_F32_NR)
+        split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
+                          bytesPerBlock: count / max(blocks, 1) * 4)
+        self.floatMin = floatMin
+        self.floatMax = floatMax
+    }
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0, as: Float.self)
+        let output = io.output(0, as: Float.self)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c)
+        let perImage = split.piecesPerImage
+        packed.withUnsafeBufferPointer { weights in
+            zeros.withUnsafeBufferPointer { zeros in
+                guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
+                io.parallel.forEach(perImage * batches) { piece in
+                    let n = piece / perImage
+                    let (pixels, blocks) = split.ranges(piece % perImage)
+                    var g = geometry
+                    ck_conv_f32(isa, &g, input + n * inputStride, w, output + n * outputStride,
+                                Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z)
+                }
+            }
+        }
+    }
+}
+
+/// Float32 DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights read in place,
+/// output rows split into pieces.
+struct OptimizedDepthwiseFloatKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let pieces: Int
+    let floatMin: Float, floatMax: Float
+    let hasBias: Bool
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0, as: Float.self)
+        let weights = io.input(1, as: Float.self)
+        let bias: UnsafePointer<Float>? = hasBias ? io.input(2, as: Float.self) : nil
+        let output = io.output(0, as: Float.self)
+        let rows = Int(geometry.out_h)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
+        io.parallel.forEach(pieces * batches) { piece in
+            let n = piece / pieces
+            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+            var g = geometry
+            ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
+                          Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+        }
+    }
+}
