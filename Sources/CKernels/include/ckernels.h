@@ -68,6 +68,25 @@ void ck_dwconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, c
                    const float *bias, float *output, int32_t row_begin, int32_t row_end,
                    float out_min, float out_max);
 
+// ---------------------------------------------------------------------------------------------
+// float32 transposed convolution, computed per output pixel (a gather: no scatter, no zeroing
+// pass). `g` describes the transposed op: in_* is its input, out_* its output, k_* the filter,
+// stride_*, pad_top/pad_left its leading padding; dil_* are ignored (1). Weights are the op's own
+// layout [out_c][k_h][k_w][in_c], read in place. output = clamp(bias + sum, out_min, out_max).
+
+/// Computes output rows [row_begin, row_end) of one image. `bias` may be NULL.
+void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *weights,
+                  const float *bias, float *output, int32_t row_begin, int32_t row_end,
+                  float out_min, float out_max);
+
+// ---------------------------------------------------------------------------------------------
+// float32 max pooling (NHWC, channels innermost): windows clipped to the image, as TFLite.
+
+/// Computes output rows [row_begin, row_end) of one image; k_*, stride_*, pad_* describe the
+/// window (in_c == out_c).
+void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
+                    int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
 #ifdef __cplusplus
 }
 #endif

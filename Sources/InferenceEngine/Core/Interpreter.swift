@@ -8,6 +8,17 @@ public struct InterpreterOptions: Sendable {
     public init(numThreads: Int = 1) { self.numThreads = numThreads }
 }
 
+/// How long one operator took in ``Interpreter/invokeProfiled()``.
+public struct OperatorTiming: Sendable {
+    /// The operator's position in the subgraph.
+    public let nodeIndex: Int
+    /// `CONV_2D`, or `CUSTOM:<name>`.
+    public let operatorName: String
+    /// The kernel that ran it (an optimized or a reference kernel).
+    public let kernel: String
+    public let seconds: Double
+}
+
 /// Runs a compiled ``Model``. Owns the tensor arena and the model's state (variable tensors), so
 /// each thread or caller uses its own interpreter; interpreters of one model share its weights.
 ///
@@ -79,6 +90,34 @@ public final class Interpreter {
                 }
             }
         }
+    }
+
+    /// Runs the model like ``invoke()`` and returns how long each operator took, in execution
+    /// order (for profiling; `edgevision bench --profile`).
+    public func invokeProfiled() -> [OperatorTiming] {
+        let parallel = self.parallel
+        var timings: [OperatorTiming] = []
+        timings.reserveCapacity(model.nodes.count)
+        pointers.withUnsafeBufferPointer { table in
+            guard let base = table.baseAddress else { return }
+            for node in model.nodes {
+                let start = DispatchTime.now().uptimeNanoseconds
+                node.inputs.withUnsafeBufferPointer { ins in
+                    node.outputs.withUnsafeBufferPointer { outs in
+                        guard let outBase = outs.baseAddress else { return }
+                        node.kernel.run(KernelIO(
+                            tensors: base, inputIndices: ins.baseAddress ?? outBase, inputCount: ins.count,
+                            outputIndices: outBase, outputCount: outs.count,
+                            scratch: node.scratchByteCount > 0 ? arena + node.scratchOffset : nil,
+                            parallel: parallel))
+                    }
+                }
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                timings.append(OperatorTiming(nodeIndex: node.index, operatorName: node.name,
+                                              kernel: String(describing: type(of: node.kernel)), seconds: seconds))
+            }
+        }
+        return timings
     }
 
     // MARK: Inputs and outputs

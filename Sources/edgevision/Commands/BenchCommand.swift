@@ -13,12 +13,14 @@ enum BenchCommand {
     static let command = Command(
         name: "bench",
         summary: "Measure a model's invoke latency (after warm-up), load time, arena size and peak memory.",
-        usage: "bench MODEL [--threads N] [--runs N] [--warmup N] [--input FILE ...] [--json]",
+        usage: "bench MODEL [--threads N] [--runs N] [--warmup N] [--input FILE ...] [--kernels SET] [--profile] [--json]",
         options: [
             .value("threads", "N", "Threads for one invoke (default 1)."),
             .value("runs", "N", "Timed invokes (default 50)."),
             .value("warmup", "N", "Untimed invokes before the timed ones (default 10; the first invoke, part of loadMs, is not counted)."),
             .value("input", "FILE", "Raw little-endian tensor bytes for the next model input, in the model's input order (the goldens' *.input.bin format). Repeat once per input; without --input every input is zeros.", repeatable: true),
+            .value("kernels", "SET", "Kernel set: optimized (default: the best micro-kernels for this CPU), avx512, avx2, portable (capped instruction sets), or reference (the TFLite-semantics reference kernels, for bisecting)."),
+            .flag("profile", "After the timed runs, print each operator's median time over --runs profiled invokes, slowest first (with --json: an extra \"operators\" array)."),
             .flag("json", "Print one JSON object: {\"model\",\"threads\",\"runs\",\"medianMs\",\"p90Ms\",\"loadMs\",\"arenaBytes\",\"peakRSSBytes\"}."),
         ],
         example: """
@@ -37,6 +39,14 @@ enum BenchCommand {
         guard warmup >= 0 else { throw UsageError("--warmup must be at least 0") }
         let inputFiles = args.values("input")
         let json = args.flag("json")
+        let profile = args.flag("profile")
+        var modelOptions = ModelOptions()
+        if let name = args.value("kernels") {
+            guard let selection = KernelSelection(rawValue: name) else {
+                throw UsageError("--kernels must be one of \(KernelSelection.allCases.map(\.rawValue).joined(separator: ", ")), not '\(name)'")
+            }
+            modelOptions.kernels = selection
+        }
 
         // Read the input files before the load clock starts.
         var inputs: [Data] = []
@@ -50,7 +60,7 @@ enum BenchCommand {
 
         // loadMs: file -> model -> interpreter -> first invoke done.
         let loadStart = DispatchTime.now().uptimeNanoseconds
-        let model = try Model(contentsOfFile: path)
+        let model = try Model(contentsOfFile: path, options: modelOptions)
         guard inputs.isEmpty || inputs.count == model.inputs.count else {
             throw UsageError("the model has \(model.inputs.count) inputs (\(model.inputs.map { "\($0.name): \($0.type) \($0.shape)" }.joined(separator: ", "))) but \(inputs.count) --input files were given")
         }
@@ -80,6 +90,7 @@ enum BenchCommand {
         let p90 = sorted[min(sorted.count - 1, Int((0.9 * Double(sorted.count - 1)).rounded()))]
         let peakRSS = peakRSSBytes()
         let name = URL(fileURLWithPath: path).lastPathComponent
+        let operators = profile ? profileOperators(interpreter, runs: runs) : []
 
         if json {
             let object = JSON.object([
@@ -91,7 +102,9 @@ enum BenchCommand {
                 ("loadMs", .double(loadMs)),
                 ("arenaBytes", .int(model.arenaByteCount)),
                 ("peakRSSBytes", .int(peakRSS)),
-            ])
+            ] + (profile ? [("operators", .array(operators.map { op in
+                JSON.object([("node", .int(op.node)), ("op", .string(op.name)), ("kernel", .string(op.kernel)), ("medianMs", .double(op.ms))])
+            }))] : []))
             print(object.serialized)
         } else {
             let rows: [(String, String)] = [
@@ -107,6 +120,31 @@ enum BenchCommand {
             ]
             let width = rows.map { $0.0.count }.max() ?? 0
             for (key, value) in rows { print(key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value) }
+            if profile {
+                let total = operators.reduce(0) { $0 + $1.ms }
+                print("\nper operator (median of \(runs) profiled invokes; sum \(String(format: "%.3f", total)) ms):")
+                for op in operators.sorted(by: { $0.ms > $1.ms }) {
+                    print(String(format: "%8.3f ms %5.1f%%  node %3d  ", op.ms, total > 0 ? op.ms / total * 100 : 0, op.node) + op.name + "  (" + op.kernel + ")")
+                }
+            }
+        }
+    }
+
+    /// Each operator's median time over `runs` profiled invokes, in execution order.
+    static func profileOperators(_ interpreter: Interpreter, runs: Int) -> [(node: Int, name: String, kernel: String, ms: Double)] {
+        var samples: [[Double]] = []
+        var first: [OperatorTiming] = []
+        for _ in 0..<runs {
+            let timings = interpreter.invokeProfiled()
+            if samples.isEmpty {
+                first = timings
+                samples = timings.map { _ in [] }
+            }
+            for (i, t) in timings.enumerated() where i < samples.count { samples[i].append(t.seconds * 1000) }
+        }
+        return first.enumerated().map { i, t in
+            let sorted = samples[i].sorted()
+            return (t.nodeIndex, t.operatorName, t.kernel, sorted.isEmpty ? 0 : sorted[sorted.count / 2])
         }
     }
 

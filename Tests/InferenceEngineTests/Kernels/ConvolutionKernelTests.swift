@@ -557,8 +557,13 @@ final class ConvolutionKernelTests: XCTestCase {
                 ef.append(total)
             }
         }
-        let of = try Self.run(.fullyConnected, Self.fullyConnected(), [.float32(xf, shape: [batches, inSize]), .float32(wf, shape: [units, inSize], isConstant: true)])
-        XCTAssertEqual(of.floats, ef)  // same summation order as the reference: bit-identical
+        let floatInputs: [TensorValue?] = [.float32(xf, shape: [batches, inSize]), .float32(wf, shape: [units, inSize], isConstant: true)]
+        let reference = try KernelRunner.run(.fullyConnected, options: Self.fullyConnected(), inputs: floatInputs, outputs: [.float32],
+                                             kernels: .reference)[0]
+        XCTAssertEqual(reference.floats, ef)  // same summation order as the reference kernel: bit-identical
+        // The optimized kernel sums in the same order but with fused multiply-adds: equal to rounding.
+        let of = try Self.run(.fullyConnected, Self.fullyConnected(), floatInputs)
+        for (a, e) in zip(of.floats, ef) { XCTAssertEqual(a, e, accuracy: 1e-5 * max(1, abs(e))) }
     }
 
     func testFullyConnectedErrors() {

@@ -40,22 +40,34 @@ struct GemmSplit: Sendable {
 }
 
 extension ck_conv_geometry {
+    /// The geometry of one image. Values are clamped into Int32 (never trapping on hostile shapes);
+    /// check ``fitsImageKernels`` / ``fitsOptimizedKernels`` before using it, so shapes beyond the C
+    /// kernels' 32-bit arithmetic fall back to the reference kernels.
     init(inputHeight: Int, inputWidth: Int, inputChannels: Int, outputHeight: Int, outputWidth: Int, outputChannels: Int,
          filterHeight: Int, filterWidth: Int, strideHeight: Int, strideWidth: Int, dilationHeight: Int, dilationWidth: Int,
          padTop: Int, padLeft: Int) {
-        self.init(in_h: Int32(inputHeight), in_w: Int32(inputWidth), in_c: Int32(inputChannels),
-                  out_h: Int32(outputHeight), out_w: Int32(outputWidth), out_c: Int32(outputChannels),
-                  k_h: Int32(filterHeight), k_w: Int32(filterWidth), stride_h: Int32(strideHeight), stride_w: Int32(strideWidth),
-                  dil_h: Int32(dilationHeight), dil_w: Int32(dilationWidth), pad_top: Int32(padTop), pad_left: Int32(padLeft))
+        self.init(in_h: Int32(clamping: inputHeight), in_w: Int32(clamping: inputWidth), in_c: Int32(clamping: inputChannels),
+                  out_h: Int32(clamping: outputHeight), out_w: Int32(clamping: outputWidth), out_c: Int32(clamping: outputChannels),
+                  k_h: Int32(clamping: filterHeight), k_w: Int32(clamping: filterWidth),
+                  stride_h: Int32(clamping: strideHeight), stride_w: Int32(clamping: strideWidth),
+                  dil_h: Int32(clamping: dilationHeight), dil_w: Int32(clamping: dilationWidth),
+                  pad_top: Int32(clamping: padTop), pad_left: Int32(clamping: padLeft))
     }
 
-    /// Whether every dimension fits the C kernels' 32-bit arithmetic (pixel indices and offsets
-    /// within one image) and the tap table.
-    var fitsOptimizedKernels: Bool {
-        let taps = Int(k_h) * Int(k_w)
+    /// Whether every value was representable (none clamped) and one image's input and output
+    /// element counts stay below 2^31, as the C kernels' index arithmetic needs.
+    var fitsImageKernels: Bool {
+        let values = [in_h, in_w, in_c, out_h, out_w, out_c, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left]
+        guard values.allSatisfy({ $0 >= 0 && $0 < Int32.max }) else { return false }
         let inputElements = Int(in_h) * Int(in_w) * Int(in_c)
         let outputElements = Int(out_h) * Int(out_w) * Int(out_c)
-        return taps > 0 && taps <= 256 && inputElements < Int(Int32.max) && outputElements < Int(Int32.max)
+        return inputElements < Int(Int32.max) && outputElements < Int(Int32.max)
+    }
+
+    /// ``fitsImageKernels`` and a filter the implicit-GEMM tap table holds (1...256 taps).
+    var fitsOptimizedKernels: Bool {
+        let taps = Int(k_h) * Int(k_w)
+        return fitsImageKernels && taps > 0 && taps <= 256
     }
 }
 
@@ -148,6 +160,34 @@ struct OptimizedDepthwiseFloatKernel: Kernel {
             var g = geometry
             ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
                           Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+        }
+    }
+}
+
+/// Float32 TRANSPOSE_CONV and MediaPipe's Convolution2DTransposeBias through CKernels, computed per
+/// output pixel (gather) with weights read in place; output rows split into pieces.
+struct OptimizedTransposeConvFloatKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let inputIndex: Int, weightsIndex: Int, biasIndex: Int
+    let pieces: Int
+    let floatMin: Float, floatMax: Float
+
+    func run(_ io: KernelIO) {
+        let input = io.input(inputIndex, as: Float.self)
+        let weights = io.input(weightsIndex, as: Float.self)
+        let bias: UnsafePointer<Float>? = io.hasInput(biasIndex) ? io.input(biasIndex, as: Float.self) : nil
+        let output = io.output(0, as: Float.self)
+        let rows = Int(geometry.out_h)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
+        io.parallel.forEach(pieces * batches) { piece in
+            let n = piece / pieces
+            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+            var g = geometry
+            ck_tconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
+                         Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
         }
     }
 }

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -134,6 +135,21 @@ struct TransposeConvKernel: Kernel {
                                           activationMin: range.min, activationMax: range.max)
         }
         let (floatMin, floatMax) = FixedPoint.activationRange(activation)
+
+        if let isa = context.instructionSet, kind == .float32, g.batches > 0 {
+            // Both variants compute clamp(bias + sum): MediaPipe's starts from the bias with no clamp
+            // (activation NONE), the builtin adds the bias before its clamp.
+            let geometry = ck_conv_geometry(inputHeight: g.inputHeight, inputWidth: g.inputWidth, inputChannels: g.inputChannels,
+                                            outputHeight: g.outputHeight, outputWidth: g.outputWidth, outputChannels: g.outputChannels,
+                                            filterHeight: g.filterHeight, filterWidth: g.filterWidth,
+                                            strideHeight: g.strideHeight, strideWidth: g.strideWidth, dilationHeight: 1, dilationWidth: 1,
+                                            padTop: g.padTop, padLeft: g.padLeft)
+            if geometry.fitsImageKernels {
+                return OptimizedTransposeConvFloatKernel(isa: isa, geometry: geometry, batches: g.batches,
+                                                         inputIndex: inputIndex, weightsIndex: weightsIndex, biasIndex: biasIndex,
+                                                         pieces: max(1, min(g.outputHeight, 16)), floatMin: floatMin, floatMax: floatMax)
+            }
+        }
 
         let count = weights.elementCount
         let pack = PackGeometry(outputChannels: g.outputChannels, kh: g.filterHeight, kw: g.filterWidth, inputChannels: g.inputChannels)

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -18,6 +19,18 @@ struct MaxPool2D: Kernel {
             : output.quantization?.isQuantized == true
             ? FixedPoint.activationRange(geometry.activation, scale: output.scale, zeroPoint: output.zeroPoint, type: input.type)
             : FixedPoint.integerRange(input.type)
+        if let isa = context.instructionSet, input.type == .float32, geometry.batches > 0 {
+            var g = ck_conv_geometry(inputHeight: geometry.inputHeight, inputWidth: geometry.inputWidth, inputChannels: geometry.depth,
+                                     outputHeight: geometry.outputHeight, outputWidth: geometry.outputWidth, outputChannels: geometry.depth,
+                                     filterHeight: 1, filterWidth: 1, strideHeight: geometry.strideHeight, strideWidth: geometry.strideWidth,
+                                     dilationHeight: 1, dilationWidth: 1, padTop: geometry.padTop, padLeft: geometry.padLeft)
+            g.k_h = Int32(clamping: geometry.filterHeight)
+            g.k_w = Int32(clamping: geometry.filterWidth)
+            if g.fitsImageKernels {
+                return OptimizedMaxPoolFloatKernel(isa: isa, geometry: g, batches: geometry.batches,
+                                                   pieces: max(1, min(geometry.outputHeight, 16)), floatMin: fmin, floatMax: fmax)
+            }
+        }
         return MaxPool2D(geometry: geometry, type: input.type, floatMin: fmin, floatMax: fmax, quantizedMin: qmin, quantizedMax: qmax)
     }
 
@@ -63,6 +76,30 @@ struct MaxPool2D: Kernel {
                 if hi < v { v = hi }
                 out[c] = v
             }
+        }
+    }
+}
+
+/// Float32 MAX_POOL_2D through CKernels (channels vectorized, NaN inputs skipped like std::max).
+struct OptimizedMaxPoolFloatKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let pieces: Int
+    let floatMin: Float, floatMax: Float
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0, as: Float.self)
+        let output = io.output(0, as: Float.self)
+        let rows = Int(geometry.out_h)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
+        io.parallel.forEach(pieces * batches) { piece in
+            let n = piece / pieces
+            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+            var g = geometry
+            ck_maxpool_f32(isa, &g, input + n * inputStride, output + n * outputStride,
+                           Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
         }
     }
 }

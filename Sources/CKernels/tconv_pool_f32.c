@@ -1,0 +1,150 @@
+// float32 transposed convolution (gather form) and max pooling; see ckernels.h.
+#include "ckernels.h"
+
+#include <float.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define CK_X86 1
+#endif
+
+#define CK_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define CK_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")))
+
+static inline int32_t ck_min(int32_t a, int32_t b) { return a < b ? a : b; }
+
+/// The input row/column a transposed-conv output coordinate reads through filter tap `k`, or -1.
+static inline int32_t tconv_source(int32_t o, int32_t pad, int32_t k, int32_t stride, int32_t size) {
+    int32_t t = o + pad - k;
+    if (t < 0 || t % stride != 0) return -1;
+    t /= stride;
+    return t < size ? t : -1;
+}
+
+static float dot_portable(const float *a, const float *b, int32_t n) {
+    float s = 0.0f;
+    for (int32_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+#if CK_X86
+CK_TARGET_AVX2
+static float dot_avx2(const float *a, const float *b, int32_t n) {
+    __m256 acc = _mm256_setzero_ps();
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    float r = _mm_cvtss_f32(s);
+    for (; i < n; i++) r += a[i] * b[i];
+    return r;
+}
+
+CK_TARGET_AVX512
+static float dot_avx512(const float *a, const float *b, int32_t n) {
+    __m512 acc = _mm512_setzero_ps();
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+#endif
+
+typedef float (*dot_fn)(const float *, const float *, int32_t);
+
+void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *weights,
+                  const float *bias, float *output, int32_t row_begin, int32_t row_end,
+                  float out_min, float out_max) {
+    dot_fn dot = dot_portable;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) dot = dot_avx512;
+    else if (isa >= CK_ISA_AVX2) dot = dot_avx2;
+#else
+    (void)isa;
+#endif
+    const int32_t cin = g->in_c, cout = g->out_c;
+    const size_t tap_stride = (size_t)cin, oc_stride = (size_t)g->k_h * g->k_w * cin;
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        // Column taps without divisions: kx ≡ (ox + pad_left) mod stride, ix = (ox + pad_left - kx) / stride.
+        int32_t r = g->pad_left % g->stride_w, q = g->pad_left / g->stride_w;
+        for (int32_t ox = 0; ox < g->out_w; ox++) {
+            float *out = output + ((size_t)oy * g->out_w + ox) * cout;
+            for (int32_t oc = 0; oc < cout; oc++) out[oc] = 0.0f;
+            for (int32_t ky = 0; ky < g->k_h; ky++) {
+                const int32_t iy = tconv_source(oy, g->pad_top, ky, g->stride_h, g->in_h);
+                if (iy < 0) continue;
+                for (int32_t kx = r, ix = q; kx < g->k_w && ix >= 0; kx += g->stride_w, ix--) {
+                    if (ix >= g->in_w) continue;
+                    const float *x = input + ((size_t)iy * g->in_w + ix) * cin;
+                    const float *w = weights + ((size_t)ky * g->k_w + kx) * tap_stride;
+                    for (int32_t oc = 0; oc < cout; oc++) out[oc] += dot(x, w + oc * oc_stride, cin);
+                }
+            }
+            for (int32_t oc = 0; oc < cout; oc++) {
+                float v = out[oc] + (bias ? bias[oc] : 0.0f);
+                v = v < out_min ? out_min : v;
+                out[oc] = v > out_max ? out_max : v;
+            }
+            if (++r == g->stride_w) { r = 0; q++; }
+        }
+    }
+}
+
+// ---- max pooling ----
+
+static void maxpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    for (int32_t c = 0; c < C; c++) {
+        float m = -FLT_MAX;
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) {
+                const float v = input[((size_t)y * g->in_w + x) * C + c];
+                m = v > m ? v : m;
+            }
+        m = m < lo ? lo : m;
+        out[c] = m > hi ? hi : m;
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void maxpool_avx512(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                           int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    for (int32_t c = 0; c < C; c += 16) {
+        const __mmask16 mask = (__mmask16)((1u << ck_min(16, C - c)) - 1u);
+        __m512 m = _mm512_set1_ps(-FLT_MAX);
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++)
+                m = _mm512_max_ps(_mm512_mask_loadu_ps(m, mask, input + ((size_t)y * g->in_w + x) * C + c), m); // a NaN input is skipped, as std::max
+        _mm512_mask_storeu_ps(out + c, mask, _mm512_min_ps(_mm512_max_ps(m, vlo), vhi));
+    }
+}
+#endif
+
+typedef void (*pool_fn)(const ck_conv_geometry *, const float *, float *, int32_t, int32_t, int32_t, int32_t, float, float);
+
+void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
+                    int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+    pool_fn fn = maxpool_portable;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) fn = maxpool_avx512;
+#else
+    (void)isa;
+#endif
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        const int32_t ys = oy * g->stride_h - g->pad_top;
+        const int32_t y0 = ys < 0 ? 0 : ys, y1 = ck_min(g->in_h, ys + g->k_h);
+        for (int32_t ox = 0; ox < g->out_w; ox++) {
+            const int32_t xs = ox * g->stride_w - g->pad_left;
+            const int32_t x0 = xs < 0 ? 0 : xs, x1 = ck_min(g->in_w, xs + g->k_w);
+            fn(g, input, output + ((size_t)oy * g->out_w + ox) * g->out_c, y0, y1, x0, x1, out_min, out_max);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import XCTest
+import InferenceEngine
+import TFLiteFormat
+import TensorCore
+import TestSupport
+
+/// The float CKernels paths (CONV_2D and FULLY_CONNECTED as implicit GEMM, DEPTHWISE_CONV_2D,
+/// TRANSPOSE_CONV / Convolution2DTransposeBias, MAX_POOL_2D) against the reference kernels, for
+/// every instruction-set variant and at 1 and 2 threads, on randomized small shapes: channel counts
+/// that are not multiples of 8 or 16, 1×1 to 5×5 filters, strides 1–2, dilation 2, SAME/VALID,
+/// clamping activations, 2 batches. Sums run in a different order than the reference's, so values
+/// agree to a relative 1e-5; max pooling is exact (NaN inputs skipped as the reference does).
+final class OptimizedFloatKernelTests: XCTestCase {
+    static let selections: [KernelSelection] = [.portable, .avx2, .avx512, .optimized]
+
+    func random(_ count: Int, _ rng: inout SeededGenerator, range: ClosedRange<Float> = -1...1) -> [Float] {
+        (0..<count).map { _ in Float.random(in: range, using: &rng) }
+    }
+
+    func assertMatchesReference(_ op: BuiltinOperator? = nil, custom: (name: String, options: [UInt8])? = nil,
+                                options: BuiltinOptions = .none, _ inputs: [TensorValue?], exact: Bool = false,
+                                _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        func run(_ kernels: KernelSelection, threads: Int) throws -> TensorValue {
+            if let custom {
+                return try KernelRunner.run(custom: custom.name, customOptions: custom.options, inputs: inputs, outputs: [.float32],
+                                            threads: threads, kernels: kernels)[0]
+            }
+            return try KernelRunner.run(op ?? .conv2D, options: options, inputs: inputs, outputs: [.float32], threads: threads, kernels: kernels)[0]
+        }
+        let expected = try run(.reference, threads: 1)
+        XCTAssertFalse(expected.floats.isEmpty, label, file: file, line: line)
+        let scale = max(1, expected.floats.map { abs($0) }.max() ?? 1)
+        for selection in Self.selections {
+            var first: [Float]?
+            for threads in [1, 2] {
+                let actual = try run(selection, threads: threads)
+                XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection)", file: file, line: line)
+                let values = actual.floats
+                if let first {
+                    XCTAssertEqual(values.map(\.bitPattern), first.map(\.bitPattern), "\(label) \(selection): 1 vs 2 threads", file: file, line: line)
+                }
+                first = values
+                for (i, (a, e)) in zip(values, expected.floats).enumerated() {
+                    let ok = exact ? (a.bitPattern == e.bitPattern) : abs(a - e) <= 1e-5 * scale
+                    if !ok {
+                        XCTFail("\(label) \(selection) threads \(threads): element \(i) is \(a), reference \(e)", file: file, line: line)
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    func testConvolutionMatchesReference() throws {
+        var rng = SeededGenerator(seed: 41)
+        let cases: [(h: Int, w: Int, cin: Int, cout: Int, k: Int, stride: Int, dilation: Int, padding: Padding, act: FusedActivation)] = [
+            (9, 11, 3, 16, 3, 2, 1, .same, .relu),        // a first layer: 3 input channels
+            (7, 7, 20, 17, 1, 1, 1, .valid, .none),       // 1×1, channel tails
+            (8, 6, 13, 33, 3, 1, 2, .same, .relu6),       // dilation 2
+            (10, 9, 5, 7, 5, 2, 1, .valid, .reluN1To1),   // 5×5 stride 2
+            (5, 5, 64, 40, 3, 1, 1, .same, .none),        // deeper reduction
+        ]
+        for c in cases {
+            let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])
+            let filter = TensorValue.float32(random(c.cout * c.k * c.k * c.cin, &rng), shape: [c.cout, c.k, c.k, c.cin], isConstant: true)
+            let bias = TensorValue.float32(random(c.cout, &rng), shape: [c.cout], isConstant: true)
+            let options = ConvolutionKernelTests.conv(c.padding, stride: (c.stride, c.stride), dilation: (c.dilation, c.dilation), activation: c.act)
+            try assertMatchesReference(.conv2D, options: options, [input, filter, bias], "conv \(c)")
+            try assertMatchesReference(.conv2D, options: options, [input, filter, nil], "conv without bias \(c)")
+        }
+    }
+
+    func testDepthwiseMatchesReference() throws {
+        var rng = SeededGenerator(seed: 42)
+        let cases: [(h: Int, w: Int, c: Int, k: Int, stride: Int, dilation: Int, padding: Padding, act: FusedActivation)] = [
+            (9, 8, 20, 3, 1, 1, .same, .relu6),
+            (11, 10, 33, 3, 2, 1, .same, .none),
+            (12, 11, 7, 5, 1, 2, .valid, .relu),
+            (6, 6, 16, 3, 2, 1, .valid, .none),
+        ]
+        for c in cases {
+            let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -2...2), shape: [2, c.h, c.w, c.c])
+            let filter = TensorValue.float32(random(c.k * c.k * c.c, &rng), shape: [1, c.k, c.k, c.c], isConstant: true)
+            let bias = TensorValue.float32(random(c.c, &rng), shape: [c.c], isConstant: true)
+            let options = ConvolutionKernelTests.depthwise(c.padding, stride: (c.stride, c.stride), dilation: (c.dilation, c.dilation),
+                                                           multiplier: 1, activation: c.act)
+            try assertMatchesReference(.depthwiseConv2D, options: options, [input, filter, bias], "depthwise \(c)")
+            try assertMatchesReference(.depthwiseConv2D, options: options, [input, filter, nil], "depthwise without bias \(c)")
+        }
+    }
+
+    func testFullyConnectedMatchesReference() throws {
+        var rng = SeededGenerator(seed: 43)
+        for (batches, inputSize, units) in [(1, 37, 10), (3, 64, 17), (2, 5, 48)] {
+            let input = TensorValue.float32(random(batches * inputSize, &rng), shape: [batches, inputSize])
+            let weights = TensorValue.float32(random(units * inputSize, &rng), shape: [units, inputSize], isConstant: true)
+            let bias = TensorValue.float32(random(units, &rng), shape: [units], isConstant: true)
+            try assertMatchesReference(.fullyConnected, options: ConvolutionKernelTests.fullyConnected(activation: .relu),
+                                       [input, weights, bias], "fully connected \(batches)x\(inputSize)x\(units)")
+        }
+    }
+
+    func testTransposeConvolutionMatchesReference() throws {
+        var rng = SeededGenerator(seed: 44)
+        // MediaPipe's Convolution2DTransposeBias: (h, w, cin, cout, k, stride, padding code).
+        for (h, w, cin, cout, k, stride, padding) in [(6, 5, 16, 1, 2, 2, Int32(1)), (4, 5, 7, 9, 3, 2, 1), (3, 4, 5, 3, 4, 3, 2)] {
+            let input = TensorValue.float32(random(2 * h * w * cin, &rng), shape: [2, h, w, cin])
+            let weights = TensorValue.float32(random(cout * k * k * cin, &rng), shape: [cout, k, k, cin], isConstant: true)
+            let bias = TensorValue.float32(random(cout, &rng), shape: [cout], isConstant: true)
+            let options = ConvolutionKernelTests.mediaPipeOptions(padding: padding, strideWidth: Int32(stride), strideHeight: Int32(stride))
+            try assertMatchesReference(custom: ("Convolution2DTransposeBias", options), [input, weights, bias],
+                                       "Convolution2DTransposeBias \(h)x\(w)x\(cin)→\(cout) k\(k) s\(stride) p\(padding)")
+        }
+        // The builtin TRANSPOSE_CONV: output shape given, bias added before the clamp.
+        for (h, w, cin, cout, k, stride, padding) in [(5, 4, 6, 10, 3, 2, Padding.same), (4, 4, 3, 2, 2, 2, .valid)] {
+            let oh = padding == .same ? h * stride : (h - 1) * stride + k, ow = padding == .same ? w * stride : (w - 1) * stride + k
+            let shape = TensorValue.int32([1, Int32(oh), Int32(ow), Int32(cout)], shape: [4])
+            let input = TensorValue.float32(random(h * w * cin, &rng), shape: [1, h, w, cin])
+            let weights = TensorValue.float32(random(cout * k * k * cin, &rng), shape: [cout, k, k, cin], isConstant: true)
+            let bias = TensorValue.float32(random(cout, &rng), shape: [cout], isConstant: true)
+            var o = TransposeConvOptions()
+            o.padding = padding
+            (o.strideHeight, o.strideWidth) = (stride, stride)
+            try assertMatchesReference(.transposeConv, options: .transposeConv(o), [shape, weights, input, bias],
+                                       "TRANSPOSE_CONV \(h)x\(w)x\(cin)→\(cout) k\(k) s\(stride) \(padding)")
+        }
+    }
+
+    func testMaxPoolMatchesReferenceExactly() throws {
+        var rng = SeededGenerator(seed: 45)
+        for (h, w, c, k, stride, padding) in [(9, 8, 28, 2, 2, Padding.same), (7, 7, 17, 3, 2, .valid), (5, 6, 40, 3, 1, .same)] {
+            var values = random(2 * h * w * c, &rng, range: -3...3)
+            values[3] = .nan
+            values[c + 5] = -.infinity
+            let input = TensorValue.float32(values, shape: [2, h, w, c])
+            var o = Pool2DOptions()
+            o.padding = padding
+            (o.strideHeight, o.strideWidth) = (stride, stride)
+            (o.filterHeight, o.filterWidth) = (k, k)
+            o.activation = .relu6
+            try assertMatchesReference(.maxPool2D, options: .pool2D(o), [input], exact: true, "max pool \(h)x\(w)x\(c) k\(k) s\(stride) \(padding)")
+        }
+    }
+}
