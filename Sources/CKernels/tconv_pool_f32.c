@@ -94,6 +94,60 @@ void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, co
     }
 }
 
+void ck_tconv_col2im_f32(const ck_conv_geometry *g, const float *columns, const float *bias, float *output,
+                         int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+    const int32_t cout = g->out_c, taps = g->k_h * g->k_w;
+    const size_t pixel_stride = (size_t)taps * cout;
+    if (g->stride_h == g->k_h && g->stride_w == g->k_w && g->pad_top == 0 && g->pad_left == 0 &&
+        g->out_h == g->in_h * g->k_h && g->out_w == g->in_w * g->k_w) {
+        // Windows tile the output exactly (stride = filter, no padding; MediaPipe's 2×2 stride-2
+        // upsampling): every output pixel has one contribution, a strided copy with the bias.
+        const int32_t run = g->k_w * cout;
+        for (int32_t oy = row_begin; oy < row_end; oy++) {
+            const int32_t iy = oy / g->k_h, ky = oy - iy * g->k_h;
+            const float *src = columns + (size_t)iy * g->in_w * pixel_stride + (size_t)ky * run;
+            float *dst = output + (size_t)oy * g->out_w * cout;
+            for (int32_t ix = 0; ix < g->in_w; ix++, src += pixel_stride, dst += run) {
+                for (int32_t kx = 0; kx < g->k_w; kx++) {
+                    for (int32_t oc = 0; oc < cout; oc++) {
+                        float v = src[kx * cout + oc] + (bias ? bias[oc] : 0.0f);
+                        v = v < out_min ? out_min : v;
+                        dst[kx * cout + oc] = v > out_max ? out_max : v;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        // The (ky, iy) pairs of this output row.
+        int32_t kys[64], iys[64], nk = 0;
+        for (int32_t ky = 0; ky < g->k_h && nk < 64; ky++) {
+            const int32_t iy = tconv_source(oy, g->pad_top, ky, g->stride_h, g->in_h);
+            if (iy >= 0) { kys[nk] = ky; iys[nk] = iy; nk++; }
+        }
+        int32_t r = g->pad_left % g->stride_w, q = g->pad_left / g->stride_w;
+        float *out = output + (size_t)oy * g->out_w * cout;
+        for (int32_t ox = 0; ox < g->out_w; ox++, out += cout) {
+            for (int32_t oc = 0; oc < cout; oc++) out[oc] = bias ? bias[oc] : 0.0f;
+            for (int32_t j = 0; j < nk; j++) {
+                const float *row = columns + (size_t)iys[j] * g->in_w * pixel_stride + (size_t)kys[j] * g->k_w * cout;
+                for (int32_t kx = r, ix = q; kx < g->k_w && ix >= 0; kx += g->stride_w, ix--) {
+                    if (ix >= g->in_w) continue;
+                    const float *c = row + (size_t)ix * pixel_stride + (size_t)kx * cout;
+                    for (int32_t oc = 0; oc < cout; oc++) out[oc] += c[oc];
+                }
+            }
+            for (int32_t oc = 0; oc < cout; oc++) {
+                float v = out[oc];
+                v = v < out_min ? out_min : v;
+                out[oc] = v > out_max ? out_max : v;
+            }
+            if (++r == g->stride_w) { r = 0; q++; }
+        }
+    }
+}
+
 // ---- max pooling ----
 
 static void maxpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,

@@ -111,6 +111,15 @@ final class OptimizedFloatKernelTests: XCTestCase {
             try assertMatchesReference(custom: ("Convolution2DTransposeBias", options), [input, weights, bias],
                                        "Convolution2DTransposeBias \(h)x\(w)x\(cin)→\(cout) k\(k) s\(stride) p\(padding)")
         }
+        // Weights computed at run time (not constant): the gather kernel instead of GEMM + col2im.
+        for (h, w, cin, cout, k, stride, padding) in [(5, 4, 16, 1, 2, 2, Int32(1)), (4, 3, 7, 5, 3, 2, 1)] {
+            let input = TensorValue.float32(random(h * w * cin, &rng), shape: [1, h, w, cin])
+            let weights = TensorValue.float32(random(cout * k * k * cin, &rng), shape: [cout, k, k, cin], isConstant: false)
+            let bias = TensorValue.float32(random(cout, &rng), shape: [cout], isConstant: true)
+            let options = ConvolutionKernelTests.mediaPipeOptions(padding: padding, strideWidth: Int32(stride), strideHeight: Int32(stride))
+            try assertMatchesReference(custom: ("Convolution2DTransposeBias", options), [input, weights, bias],
+                                       "Convolution2DTransposeBias, run-time weights \(h)x\(w)x\(cin)→\(cout) k\(k) s\(stride)")
+        }
         // The builtin TRANSPOSE_CONV: output shape given, bias added before the clamp.
         for (h, w, cin, cout, k, stride, padding) in [(5, 4, 6, 10, 3, 2, Padding.same), (4, 4, 3, 2, 2, 2, .valid)] {
             let oh = padding == .same ? h * stride : (h - 1) * stride + k, ow = padding == .same ? w * stride : (w - 1) * stride + k
@@ -123,6 +132,25 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (o.strideHeight, o.strideWidth) = (stride, stride)
             try assertMatchesReference(.transposeConv, options: .transposeConv(o), [shape, weights, input, bias],
                                        "TRANSPOSE_CONV \(h)x\(w)x\(cin)→\(cout) k\(k) s\(stride) \(padding)")
+        }
+    }
+
+    func testLogisticMatchesReference() throws {
+        var rng = SeededGenerator(seed: 46)
+        var values = random(1000, &rng, range: -20...20) + [0, -0.0, 88, -88, 100, -100, .infinity, -.infinity, .nan]
+        values += random(37, &rng, range: -1...1)  // a tail that is not a multiple of the vector width
+        let input = TensorValue.float32(values, shape: [values.count])
+        let expected = try KernelRunner.run(.logistic, inputs: [input], outputs: [.float32], kernels: .reference)[0].floats
+        for selection in Self.selections {
+            let actual = try KernelRunner.run(.logistic, inputs: [input], outputs: [.float32], kernels: selection)[0].floats
+            for (i, (a, e)) in zip(actual, expected).enumerated() {
+                if e.isNaN {
+                    XCTAssertTrue(a.isNaN, "\(selection): logistic(NaN) must be NaN")
+                } else {
+                    // Within 5e-7 relative (a few float ulps), absolute 1e-37 (the far negative tail underflows differently).
+                    XCTAssertLessThanOrEqual(abs(a - e), max(5e-7 * abs(e), 1e-37), "\(selection): logistic(\(values[i])) = \(a), reference \(e)")
+                }
+            }
         }
     }
 

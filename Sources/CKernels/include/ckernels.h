@@ -53,12 +53,19 @@ size_t ck_conv_f32_packed_count(const ck_conv_geometry *g);
 /// (ck_conv_f32_packed_count floats).
 void ck_conv_f32_pack(const ck_conv_geometry *g, const float *filter, const float *bias, float *packed);
 
+/// Fills `offsets` (out_h * out_w * k_h * k_w entries, [pixel][tap]) with the element offset in the
+/// image of the input pixel each tap of each output pixel reads, or -1 outside the image. Built once
+/// per model, it spares the micro-kernels the per-tile coordinate arithmetic.
+void ck_conv_offsets(const ck_conv_geometry *g, int32_t *offsets);
+
 /// Computes output pixels [pixel_begin, pixel_end) (flattened oy * out_w + ox) and output-channel
 /// blocks [block_begin, block_end) of one image: output = clamp(conv(input) + bias, out_min, out_max).
-/// `zeros` holds at least in_c zero floats (read for taps outside the image).
+/// `zeros` holds at least in_c zero floats (read for taps outside the image); `offsets` is the
+/// table of ck_conv_offsets or NULL (then computed per tile).
 void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
                  float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
-                 int32_t block_end, float out_min, float out_max, const float *zeros);
+                 int32_t block_end, float out_min, float out_max, const float *zeros,
+                 const int32_t *offsets);
 
 // ---------------------------------------------------------------------------------------------
 // float32 depthwise convolution with depth multiplier 1: weights [k_h][k_w][c] read in place.
@@ -79,6 +86,13 @@ void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, co
                   const float *bias, float *output, int32_t row_begin, int32_t row_end,
                   float out_min, float out_max);
 
+/// The second half of a transposed convolution computed as a GEMM: `columns` holds, per input
+/// pixel, the k_h * k_w * out_c products (input pixel · filter tap, [pixel][tap][out_c]); this adds
+/// each output pixel's contributions (col2im), then the bias and the clamp. Output rows
+/// [row_begin, row_end) of one image.
+void ck_tconv_col2im_f32(const ck_conv_geometry *g, const float *columns, const float *bias, float *output,
+                         int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
 // ---------------------------------------------------------------------------------------------
 // float32 max pooling (NHWC, channels innermost): windows clipped to the image, as TFLite.
 
@@ -86,6 +100,13 @@ void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, co
 /// window (in_c == out_c).
 void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
                     int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
+// ---------------------------------------------------------------------------------------------
+// float32 element-wise functions over [begin, end).
+
+/// Logistic 1 / (1 + exp(-x)); exp by range reduction and the Cephes polynomial (within 5e-7
+/// relative of libm's result; below exp's range the result is ~4e-39 instead of 0), NaN gives NaN.
+void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,9 @@ struct OptimizedConvFloatKernel: Kernel {
     let batches: Int
     let packed: [Float]
     let zeros: [Float]
+    /// ck_conv_offsets' table (empty for 1×1 stride-1 convolutions, which need none, and for
+    /// tables beyond 2M entries, which the kernel replaces by per-tile arithmetic).
+    let offsets: [Int32]
     let split: GemmSplit
     let floatMin: Float, floatMax: Float
 
@@ -107,6 +110,17 @@ struct OptimizedConvFloatKernel: Kernel {
         self.geometry = geometry
         self.batches = batches
         zeros = [Float](repeating: 0, count: Int(geometry.in_c))
+        let pixels = Int(geometry.out_h) * Int(geometry.out_w), taps = Int(geometry.k_h) * Int(geometry.k_w)
+        let direct = taps == 1 && geometry.stride_h == 1 && geometry.stride_w == 1 && geometry.pad_top == 0 && geometry.pad_left == 0
+            && geometry.in_h == geometry.out_h && geometry.in_w == geometry.out_w
+        if !direct, pixels * taps <= 1 << 21 {
+            offsets = [Int32](unsafeUninitializedCapacity: pixels * taps) { buffer, initialized in
+                if let base = buffer.baseAddress { ck_conv_offsets(&g, base) }
+                initialized = pixels * taps
+            }
+        } else {
+            offsets = []
+        }
         let blocks = (outputChannels + Int(CK_F32_NR) - 1) / Int(CK_F32_NR)
         split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                           bytesPerBlock: count / max(blocks, 1) * 4)
@@ -122,14 +136,17 @@ struct OptimizedConvFloatKernel: Kernel {
         let perImage = split.piecesPerImage
         packed.withUnsafeBufferPointer { weights in
             zeros.withUnsafeBufferPointer { zeros in
-                guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
-                io.parallel.forEach(perImage * batches) { piece in
-                    let n = piece / perImage
-                    let (pixels, blocks) = split.ranges(piece % perImage)
-                    var g = geometry
-                    ck_conv_f32(isa, &g, input + n * inputStride, w, output + n * outputStride,
-                                Int32(pixels.lowerBound), Int32(pixels.upperBound),
-                                Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z)
+                offsets.withUnsafeBufferPointer { offsets in
+                    guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
+                    let table = offsets.baseAddress
+                    io.parallel.forEach(perImage * batches) { piece in
+                        let n = piece / perImage
+                        let (pixels, blocks) = split.ranges(piece % perImage)
+                        var g = geometry
+                        ck_conv_f32(isa, &g, input + n * inputStride, w, output + n * outputStride,
+                                    Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                    Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z, table)
+                    }
                 }
             }
         }
@@ -188,6 +205,104 @@ struct OptimizedTransposeConvFloatKernel: Kernel {
             var g = geometry
             ck_tconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
                          Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+        }
+    }
+}
+
+/// Float32 TRANSPOSE_CONV / Convolution2DTransposeBias with constant weights as a GEMM plus col2im:
+/// every input pixel times every filter tap (a 1×1 convolution to k_h·k_w·out_c channels, through
+/// the implicit-GEMM micro-kernels) into scratch, then each output pixel sums its contributions and
+/// adds the bias (``ck_tconv_col2im_f32``).
+struct OptimizedTransposeConvGemmKernel: Kernel {
+    let isa: Int32
+    /// The transposed op's geometry (input → output).
+    let geometry: ck_conv_geometry
+    /// The 1×1 convolution input → columns.
+    let columns: ck_conv_geometry
+    let batches: Int
+    let inputIndex: Int, biasIndex: Int
+    let packed: [Float]
+    let split: GemmSplit
+    let rowPieces: Int
+    let floatMin: Float, floatMax: Float
+
+    /// Scratch bytes for the columns of one image.
+    var scratchBytes: Int { Int(columns.out_h) * Int(columns.out_w) * Int(columns.out_c) * 4 }
+
+    /// Nil when the shapes do not suit this form (the caller uses the gather kernel).
+    init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, weights: UnsafeRawBufferPointer,
+          inputIndex: Int, biasIndex: Int, floatMin: Float, floatMax: Float) {
+        let taps = Int(geometry.k_h) * Int(geometry.k_w)
+        let inputChannels = Int(geometry.in_c), outputChannels = Int(geometry.out_c)
+        let pixels = Int(geometry.in_h) * Int(geometry.in_w)
+        let columnChannels = taps * outputChannels
+        guard geometry.fitsImageKernels, batches > 0, geometry.k_h <= 64, inputChannels > 0, columnChannels > 0,
+              pixels * columnChannels <= 4 << 20,
+              let base = weights.baseAddress, weights.count >= columnChannels * inputChannels * 4 else { return nil }
+        columns = ck_conv_geometry(inputHeight: Int(geometry.in_h), inputWidth: Int(geometry.in_w), inputChannels: inputChannels,
+                                   outputHeight: Int(geometry.in_h), outputWidth: Int(geometry.in_w), outputChannels: columnChannels,
+                                   filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1,
+                                   padTop: 0, padLeft: 0)
+        guard columns.fitsOptimizedKernels else { return nil }
+        // Filter [out_c][tap][in_c] → 1×1 filter [tap * out_c + oc][in_c].
+        let source = base.assumingMemoryBound(to: Float.self)
+        var filter = [Float](repeating: 0, count: columnChannels * inputChannels)
+        for oc in 0..<outputChannels {
+            for t in 0..<taps {
+                for ic in 0..<inputChannels {
+                    filter[(t * outputChannels + oc) * inputChannels + ic] = source[(oc * taps + t) * inputChannels + ic]
+                }
+            }
+        }
+        var g = columns
+        let count = ck_conv_f32_packed_count(&g)
+        packed = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let destination = buffer.baseAddress {
+                filter.withUnsafeBufferPointer { f in
+                    if let f = f.baseAddress { ck_conv_f32_pack(&g, f, nil, destination) }
+                }
+            }
+            initialized = count
+        }
+        let blocks = (columnChannels + Int(CK_F32_NR) - 1) / Int(CK_F32_NR)
+        split = GemmSplit(pixels: pixels, blocks: blocks, bytesPerBlock: count / max(blocks, 1) * 4)
+        self.isa = isa
+        self.geometry = geometry
+        self.batches = batches
+        self.inputIndex = inputIndex
+        self.biasIndex = biasIndex
+        rowPieces = max(1, min(Int(geometry.out_h), 16))
+        self.floatMin = floatMin
+        self.floatMax = floatMax
+    }
+
+    func run(_ io: KernelIO) {
+        guard let scratch = io.scratch else { return }
+        let cols = scratch.assumingMemoryBound(to: Float.self)
+        let input = io.input(inputIndex, as: Float.self)
+        let bias: UnsafePointer<Float>? = io.hasInput(biasIndex) ? io.input(biasIndex, as: Float.self) : nil
+        let output = io.output(0, as: Float.self)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c)
+        let rows = Int(geometry.out_h)
+        packed.withUnsafeBufferPointer { weights in
+            guard let w = weights.baseAddress else { return }
+            for n in 0..<batches {
+                io.parallel.forEach(split.piecesPerImage) { piece in
+                    let (pixels, blocks) = split.ranges(piece)
+                    var g = columns
+                    // 1×1, stride 1, unpadded: no tap outside the image, so no zeros buffer is read.
+                    ck_conv_f32(isa, &g, input + n * inputStride, w, cols,
+                                Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                Int32(blocks.lowerBound), Int32(blocks.upperBound), -.infinity, .infinity, input, nil)
+                }
+                io.parallel.forEach(rowPieces) { piece in
+                    let range = ConvolutionSupport.range(piece: piece, of: rowPieces, count: rows)
+                    var g = geometry
+                    ck_tconv_col2im_f32(&g, cols, bias, output + n * outputStride,
+                                        Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+                }
+            }
         }
     }
 }

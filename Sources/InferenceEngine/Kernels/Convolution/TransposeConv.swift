@@ -144,6 +144,13 @@ struct TransposeConvKernel: Kernel {
                                             filterHeight: g.filterHeight, filterWidth: g.filterWidth,
                                             strideHeight: g.strideHeight, strideWidth: g.strideWidth, dilationHeight: 1, dilationWidth: 1,
                                             padTop: g.padTop, padLeft: g.padLeft)
+            if let data = weights.constant,
+               let gemm = OptimizedTransposeConvGemmKernel(isa: isa, geometry: geometry, batches: g.batches, weights: data,
+                                                           inputIndex: inputIndex, biasIndex: biasIndex,
+                                                           floatMin: floatMin, floatMax: floatMax) {
+                context.scratchByteCount = gemm.scratchBytes
+                return gemm
+            }
             if geometry.fitsImageKernels {
                 return OptimizedTransposeConvFloatKernel(isa: isa, geometry: geometry, batches: g.batches,
                                                          inputIndex: inputIndex, weightsIndex: weightsIndex, biasIndex: biasIndex,
