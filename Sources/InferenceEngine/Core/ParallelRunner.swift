@@ -29,10 +29,12 @@ final class ParallelRunner: @unchecked Sendable {
             for i in 0..<count { body(i) }
             return
         }
+        // The closure travels to the workers through a pointer to a stack value: no heap
+        // allocation per call (invokes allocate nothing).
         withoutActuallyEscaping(body) { escapable in
-            let box = PieceBody(escapable)
-            withExtendedLifetime(box) {
-                pthreadpool_parallelize_1d(pool, runPiece, Unmanaged.passUnretained(box).toOpaque(), count, 0)
+            var piece = PieceBody(body: escapable)
+            withUnsafeMutablePointer(to: &piece) { pointer in
+                pthreadpool_parallelize_1d(pool, runPiece, UnsafeMutableRawPointer(pointer), count, 0)
             }
         }
     }
@@ -41,14 +43,13 @@ final class ParallelRunner: @unchecked Sendable {
     static let serial = ParallelRunner(threadCount: 1)
 }
 
-/// The closure of one `forEach` call, handed to C as an opaque pointer.
-private final class PieceBody {
+/// The closure of one `forEach` call, handed to C as a pointer to this stack value.
+private struct PieceBody {
     let body: (Int) -> Void
-    init(_ body: @escaping (Int) -> Void) { self.body = body }
 }
 
 /// pthreadpool's task callback: a free function (not main-actor isolated), safe to call from workers.
 private func runPiece(_ context: UnsafeMutableRawPointer?, _ index: Int) {
     guard let context else { return }
-    Unmanaged<PieceBody>.fromOpaque(context).takeUnretainedValue().body(index)
+    context.assumingMemoryBound(to: PieceBody.self).pointee.body(index)
 }
