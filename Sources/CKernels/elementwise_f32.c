@@ -122,3 +122,89 @@ void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begi
 #endif
     logistic_portable(input, output, begin, end);
 }
+
+// ---- 8-bit quantized ADD/SUB (see ckernels.h) ----
+
+static inline int32_t qadd_high_mul(int32_t a, int32_t b) {
+    if (a == b && a == INT32_MIN) return INT32_MAX;
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+static inline int32_t qadd_divide_pot(int32_t x, int32_t exponent) {
+    if (exponent <= 0) return x;
+    if (exponent >= 31) return 0;
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+static void qadd_portable(const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; i++) {
+        const int32_t raw = (int32_t)((uint32_t)p->table1[a[i]] + (uint32_t)p->table2[b[i]]);  // wraps, as Swift's &+
+        int64_t v = (int64_t)qadd_divide_pot(qadd_high_mul(raw, p->multiplier), -p->shift) + p->output_zero_point;
+        v = v < p->act_min ? p->act_min : v;
+        v = v > p->act_max ? p->act_max : v;
+        out[i] = (uint8_t)(int32_t)v;
+    }
+}
+
+#if CK_X86
+/// Vector SaturatingRoundingDoublingHighMul (the multiplier is positive, so the INT32_MIN² case
+/// cannot occur): 64-bit products of even and odd lanes, nudge, division by 2^31 toward zero.
+CK_TARGET_AVX512
+static inline __m512i qadd_high_mul_avx512(__m512i x, __m512i m) {
+    const __m512i pos = _mm512_set1_epi64((int64_t)1 << 30), neg = _mm512_set1_epi64(1 - ((int64_t)1 << 30));
+    const __m512i bias = _mm512_set1_epi64(((int64_t)1 << 31) - 1);
+    __m512i even = _mm512_mul_epi32(x, m);
+    __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m);
+    even = _mm512_add_epi64(even, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(even, _mm512_setzero_si512()), pos, neg));
+    odd = _mm512_add_epi64(odd, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(odd, _mm512_setzero_si512()), pos, neg));
+    // Truncating division by 2^31: add 2^31 - 1 to negative values before the arithmetic shift.
+    even = _mm512_srai_epi64(_mm512_add_epi64(even, _mm512_maskz_mov_epi64(_mm512_cmplt_epi64_mask(even, _mm512_setzero_si512()), bias)), 31);
+    odd = _mm512_srai_epi64(_mm512_add_epi64(odd, _mm512_maskz_mov_epi64(_mm512_cmplt_epi64_mask(odd, _mm512_setzero_si512()), bias)), 31);
+    // Low 32 bits of each 64-bit result back into lanes 2i (even) and 2i+1 (odd).
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, _mm512_slli_epi64(odd, 32));
+}
+
+CK_TARGET_AVX512
+static void qadd_avx512(const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out, size_t begin, size_t end) {
+    const __m512i m = _mm512_set1_epi32(p->multiplier);
+    const int32_t e = -p->shift;
+    const __m512i mask = _mm512_set1_epi32(e >= 31 ? 0 : (int32_t)(((int64_t)1 << e) - 1));
+    const __m512i half = _mm512_srai_epi32(mask, 1);
+    const __m128i count = _mm_cvtsi32_si128(e);
+    // Clamp before adding the zero point (no 32-bit overflow): [act_min - zp, act_max - zp].
+    const __m512i lo = _mm512_set1_epi32(p->act_min - p->output_zero_point), hi = _mm512_set1_epi32(p->act_max - p->output_zero_point);
+    const __m512i zp = _mm512_set1_epi32(p->output_zero_point);
+    size_t i = begin;
+    for (; i + 16 <= end; i += 16) {
+        const __m512i ia = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
+        const __m512i ib = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i)));
+        const __m512i raw = _mm512_add_epi32(_mm512_i32gather_epi32(ia, p->table1, 4), _mm512_i32gather_epi32(ib, p->table2, 4));
+        __m512i v = qadd_high_mul_avx512(raw, m);
+        if (e >= 31) {
+            v = _mm512_setzero_si512();
+        } else if (e > 0) {
+            const __m512i remainder = _mm512_and_si512(v, mask);
+            const __m512i threshold = _mm512_add_epi32(half, _mm512_maskz_set1_epi32(_mm512_cmplt_epi32_mask(v, _mm512_setzero_si512()), 1));
+            v = _mm512_add_epi32(_mm512_sra_epi32(v, count), _mm512_maskz_set1_epi32(_mm512_cmpgt_epi32_mask(remainder, threshold), 1));
+        }
+        v = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(v, lo), hi), zp);
+        _mm_storeu_si128((__m128i *)(out + i), _mm512_cvtepi32_epi8(v));
+    }
+    qadd_portable(p, a, b, out, i, end);
+}
+#endif
+
+void ck_qadd_8(int32_t isa, const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out,
+               size_t begin, size_t end) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) { qadd_avx512(p, a, b, out, begin, end); return; }
+#else
+    (void)isa;
+#endif
+    qadd_portable(p, a, b, out, begin, end);
+}

@@ -108,6 +108,25 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 /// relative of libm's result; below exp's range the result is ~4e-39 instead of 0), NaN gives NaN.
 void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
 
+// ---------------------------------------------------------------------------------------------
+// 8-bit quantized ADD/SUB of same-shape tensors, bit-exact with TFLite's reference arithmetic:
+// raw = table1[a] + table2[b] (each input's rescaled value, tabulated per 8-bit value by the
+// caller), then SaturatingRoundingDoublingHighMul(raw, multiplier) and RoundingDivideByPOT(-shift)
+// (shift in [-31, 0]), + output zero point, clamped to [act_min, act_max].
+
+typedef struct {
+    const int32_t *table1;   ///< 256 entries, indexed by the input's byte
+    const int32_t *table2;
+    int32_t multiplier;      ///< positive
+    int32_t shift;           ///< in [-31, 0]
+    int32_t output_zero_point;
+    int32_t act_min, act_max;
+    int32_t is_signed;       ///< int8 output (else uint8)
+} ck_qadd_params;
+
+void ck_qadd_8(int32_t isa, const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out,
+               size_t begin, size_t end);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -19,10 +20,12 @@ enum Add {
             return BroadcastBinaryKernel(plan: plan, function: IntegerArithmetic<AddOperation, Int64>(min: lo, max: hi))
         case .uint8:
             try BinaryOp.expectQuantized(context, a, b)
-            return BroadcastBinaryKernel(plan: plan, function: QuantizedAddSub<UInt8>(a, b, context.outputs[0], activation: activation, subtract: false))
+            let f = QuantizedAddSub<UInt8>(a, b, context.outputs[0], activation: activation, subtract: false)
+            return f.optimizedKernel(isa: context.instructionSet, context, a, b) ?? BroadcastBinaryKernel(plan: plan, function: f)
         default:
             try BinaryOp.expectQuantized(context, a, b)
-            return BroadcastBinaryKernel(plan: plan, function: QuantizedAddSub<Int8>(a, b, context.outputs[0], activation: activation, subtract: false))
+            let f = QuantizedAddSub<Int8>(a, b, context.outputs[0], activation: activation, subtract: false)
+            return f.optimizedKernel(isa: context.instructionSet, context, a, b) ?? BroadcastBinaryKernel(plan: plan, function: f)
         }
     }
 }
@@ -140,5 +143,49 @@ final class Int32Table: @unchecked Sendable {
     @inline(__always)
     subscript<T: FixedWidthInteger>(_ q: T) -> Int32 {
         values[Int(UInt8(truncatingIfNeeded: q))]
+    }
+
+    /// The 256 entries, for the C kernels (valid while the table lives).
+    var pointer: UnsafePointer<Int32> { UnsafePointer(values) }
+}
+
+extension QuantizedAddSub {
+    /// The same arithmetic through CKernels for same-shape operands (the residual connections of
+    /// MobileNet-style models), or nil where it does not apply (broadcasting, a left-shifting
+    /// output multiplier): then the generic kernel runs.
+    func optimizedKernel(isa: Int32?, _ context: OpContext, _ a: TensorInfo, _ b: TensorInfo) -> (any Kernel)? {
+        guard let isa, a.shape == b.shape, a.shape == context.outputs[0].shape, outputShift <= 0, outputShift >= -31 else { return nil }
+        return OptimizedQuantizedAddKernel(isa: isa, count: a.elementCount, function: self)
+    }
+}
+
+/// 8-bit quantized ADD/SUB of same-shape tensors through CKernels (bit-exact with ``QuantizedAddSub``).
+struct OptimizedQuantizedAddKernel: Kernel {
+    let isa: Int32
+    let count: Int
+    let table1: Int32Table, table2: Int32Table
+    let multiplier: Int32, shift: Int32
+    let outputZeroPoint: Int32, activationMin: Int32, activationMax: Int32
+    let isSigned: Bool
+
+    init<T>(isa: Int32, count: Int, function f: QuantizedAddSub<T>) {
+        self.isa = isa
+        self.count = count
+        (table1, table2, multiplier, shift) = (f.scaled1, f.scaled2, f.outputMultiplier, Int32(f.outputShift))
+        (outputZeroPoint, activationMin, activationMax) = (f.outputOffset, f.activationMin, f.activationMax)
+        isSigned = T.isSigned
+    }
+
+    func run(_ io: KernelIO) {
+        let a = io.input(0, as: UInt8.self), b = io.input(1, as: UInt8.self)
+        let out = io.output(0, as: UInt8.self)
+        var params = ck_qadd_params(table1: table1.pointer, table2: table2.pointer, multiplier: multiplier, shift: shift,
+                                    output_zero_point: outputZeroPoint, act_min: activationMin, act_max: activationMax,
+                                    is_signed: isSigned ? 1 : 0)
+        withExtendedLifetime((table1, table2)) {
+            forEachChunk(count, io.parallel) { start, end in
+                ck_qadd_8(isa, &params, a, b, out, start, end)
+            }
+        }
     }
 }

@@ -19,10 +19,12 @@ enum Sub {
             return BroadcastBinaryKernel(plan: plan, function: IntegerArithmetic<SubOperation, Int64>(min: lo, max: hi))
         case .uint8:
             try BinaryOp.expectQuantized(context, a, b)
-            return BroadcastBinaryKernel(plan: plan, function: QuantizedAddSub<UInt8>(a, b, context.outputs[0], activation: activation, subtract: true))
+            let f = QuantizedAddSub<UInt8>(a, b, context.outputs[0], activation: activation, subtract: true)
+            return f.optimizedKernel(isa: context.instructionSet, context, a, b) ?? BroadcastBinaryKernel(plan: plan, function: f)
         default:
             try BinaryOp.expectQuantized(context, a, b)
-            return BroadcastBinaryKernel(plan: plan, function: QuantizedAddSub<Int8>(a, b, context.outputs[0], activation: activation, subtract: true))
+            let f = QuantizedAddSub<Int8>(a, b, context.outputs[0], activation: activation, subtract: true)
+            return f.optimizedKernel(isa: context.instructionSet, context, a, b) ?? BroadcastBinaryKernel(plan: plan, function: f)
         }
     }
 }
