@@ -13,9 +13,18 @@ struct Concatenation: Kernel {
     enum Mode: Sendable {
         case copy
         case clampFloat(min: Float, max: Float)
-        /// Requantize (or just clamp, when scale == 1 and bias == 0 would be exact) 8-bit values.
-        case requantize(scale: Float, bias: Float, outputZeroPoint: Int32, min: Int32, max: Int32)
-        case clampInteger(min: Int32, max: Int32)
+        /// Map 8-bit values through a 256-entry table indexed by their bit pattern: requantization
+        /// (``Concatenation/requantize(_:_:_:_:_:_:)`` for every possible input value) and/or the
+        /// activation's clamp, tabulated at prepare time.
+        case table([UInt8])
+    }
+
+    /// The table of an 8-bit input of `type` (uint8 or int8): entry `b` is `f(value with bit pattern b)`.
+    static func byteTable(_ type: ElementType, _ f: (Int32) -> Int32) -> [UInt8] {
+        (0..<256).map { b in
+            let value = type == .int8 ? Int32(Int8(bitPattern: UInt8(b))) : Int32(b)
+            return UInt8(truncatingIfNeeded: f(value))
+        }
     }
 
     let elementSize: Int
@@ -86,11 +95,12 @@ struct Concatenation: Kernel {
                 }
                 if quantized { try context.expectPerTensor(t, "input \(i)") }
                 if sameParameters {
-                    modes.append(activation == .none ? .copy : .clampInteger(min: range.min, max: range.max))
+                    modes.append(activation == .none ? .copy : .table(byteTable(first.type) { Swift.min(Swift.max($0, range.min), range.max) }))
                 } else {
                     let scale = t.scale * (1 / output.scale)
                     let bias = -Float(t.zeroPoint) * scale
-                    modes.append(.requantize(scale: scale, bias: bias, outputZeroPoint: output.zeroPoint, min: range.min, max: range.max))
+                    let zeroPoint = output.zeroPoint
+                    modes.append(.table(byteTable(first.type) { requantize(Float($0), scale, bias, zeroPoint, range.min, range.max) }))
                 }
             }
         default:
@@ -124,25 +134,11 @@ struct Concatenation: Kernel {
                 case .clampFloat(let lo, let hi):
                     let s = src.assumingMemoryBound(to: Float.self), d = out.assumingMemoryBound(to: Float.self)
                     for j in 0..<n { d[j] = Swift.min(Swift.max(s[j], lo), hi) }
-                case .clampInteger(let lo, let hi):
-                    if outputType == .uint8 {
-                        let s = src.assumingMemoryBound(to: UInt8.self), d = out.assumingMemoryBound(to: UInt8.self)
-                        for j in 0..<n { d[j] = UInt8(truncatingIfNeeded: Swift.min(Swift.max(Int32(s[j]), lo), hi)) }
-                    } else {
-                        let s = src.assumingMemoryBound(to: Int8.self), d = out.assumingMemoryBound(to: Int8.self)
-                        for j in 0..<n { d[j] = Int8(truncatingIfNeeded: Swift.min(Swift.max(Int32(s[j]), lo), hi)) }
-                    }
-                case .requantize(let scale, let bias, let zeroPoint, let lo, let hi):
-                    if outputType == .uint8 {
-                        let s = src.assumingMemoryBound(to: UInt8.self), d = out.assumingMemoryBound(to: UInt8.self)
-                        for j in 0..<n {
-                            d[j] = UInt8(truncatingIfNeeded: Self.requantize(Float(s[j]), scale, bias, zeroPoint, lo, hi))
-                        }
-                    } else {
-                        let s = src.assumingMemoryBound(to: Int8.self), d = out.assumingMemoryBound(to: Int8.self)
-                        for j in 0..<n {
-                            d[j] = Int8(truncatingIfNeeded: Self.requantize(Float(s[j]), scale, bias, zeroPoint, lo, hi))
-                        }
+                case .table(let table):
+                    let s = src.assumingMemoryBound(to: UInt8.self), d = out.assumingMemoryBound(to: UInt8.self)
+                    table.withUnsafeBufferPointer { t in
+                        guard let lut = t.baseAddress else { return }
+                        for j in 0..<n { d[j] = lut[Int(s[j])] }
                     }
                 }
                 out += n * elementSize
