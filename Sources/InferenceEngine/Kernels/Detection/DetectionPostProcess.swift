@@ -295,9 +295,11 @@ struct DetectionPostProcess: Kernel {
         if scoresQuantized {
             let q = io.input(1, as: UInt8.self)
             let s = (scratch + layout.scores).assumingMemoryBound(to: Float.self)
+            // The value depends on the byte alone: a 256-entry table (on the stack) of the same arithmetic.
             let zp = scoreZeroPoint, scale = Double(scoreScale)
-            for i in 0..<(numBoxes * classesWithBackground) {
-                s[i] = Float(scale * Double(Int32(q[i]) - zp))
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: 256) { table in
+                for b in 0..<256 { table[b] = Float(scale * Double(Int32(b) - zp)) }
+                for i in 0..<(numBoxes * classesWithBackground) { s[i] = table[Int(q[i])] }
             }
             scores = UnsafePointer(s)
         } else {
