@@ -13,18 +13,34 @@ final class BenchCommandTests: CLITestCase {
         for extra in [[], ["--input", input, "--threads", "2"]] {
             let result = try succeed(["bench", model("\(modelName).tflite"), "--runs", "3", "--warmup", "1", "--json"] + extra)
             let object = try jsonObject(result)
-            XCTAssertEqual(Set(object.keys), ["model", "threads", "runs", "medianMs", "p90Ms", "loadMs", "arenaBytes", "peakRSSBytes"])
+            XCTAssertEqual(Set(object.keys), ["model", "threads", "runs", "medianMs", "p90Ms", "loadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"])
             XCTAssertEqual(object["model"] as? String, "\(modelName).tflite")
             XCTAssertEqual(object["threads"] as? Int, extra.isEmpty ? 1 : 2)
             XCTAssertEqual(object["runs"] as? Int, 3)
-            for key in ["medianMs", "p90Ms", "loadMs", "arenaBytes", "peakRSSBytes"] {
+            for key in ["medianMs", "p90Ms", "loadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"] {
                 let value = try XCTUnwrap((object[key] as? NSNumber)?.doubleValue, "\(key) is a number: \(result.stdout)")
                 XCTAssertGreaterThan(value, 0, key)
             }
             let median = try XCTUnwrap((object["medianMs"] as? NSNumber)?.doubleValue)
             let p90 = try XCTUnwrap((object["p90Ms"] as? NSNumber)?.doubleValue)
             XCTAssertLessThanOrEqual(median, p90)
+            // No plan can be smaller than the bytes alive at one step.
+            let arena = try XCTUnwrap((object["arenaBytes"] as? NSNumber)?.intValue)
+            let live = try XCTUnwrap((object["peakLiveBytes"] as? NSNumber)?.intValue)
+            XCTAssertGreaterThanOrEqual(arena, live)
         }
+    }
+
+    func testProfileListsEveryOperatorAndKernelSelectionIsValidated() throws {
+        try XCTSkipIf(_isDebugAssertConfiguration(), "times a model: needs swift test -c release")
+        let result = try succeed(["bench", model("\(modelName).tflite"), "--runs", "2", "--warmup", "0", "--profile", "--json"])
+        let object = try jsonObject(result)
+        let operators = try XCTUnwrap(object["operators"] as? [[String: Any]], result.stdout)
+        XCTAssertEqual(operators.count, 31, "mobilenet_v1_0.25_128_quant runs 31 operators")
+        XCTAssertTrue(operators.contains { ($0["op"] as? String) == "CONV_2D" })
+        let reference = try succeed(["bench", model("\(modelName).tflite"), "--runs", "1", "--warmup", "0", "--kernels", "reference", "--profile"])
+        XCTAssertTrue(reference.stdout.contains("(Conv2DKernel)"), reference.stdout)
+        assertUsageError(try tool(["bench", model("\(modelName).tflite"), "--kernels", "fastest"]), "--kernels must be one of")
     }
 
     func testHumanOutputIsATable() throws {

@@ -61,6 +61,9 @@ public final class Model: @unchecked Sendable {
     public let outputs: [TensorDescription]
     /// Bytes of the arena each interpreter allocates for intermediate tensors.
     public let arenaByteCount: Int
+    /// The most bytes of intermediate tensors and scratch alive at one step: no arena can be
+    /// smaller, and ``arenaByteCount`` is compared with it.
+    public let peakLiveByteCount: Int
     /// Bytes of persistent state (variable tensors) each interpreter allocates.
     public let variableByteCount: Int
 
@@ -154,6 +157,7 @@ public final class Model: @unchecked Sendable {
         // Plan the arena over the remaining nodes.
         let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { (graph.operators[$0.op], $0.scratch) }, options: options)
         arenaByteCount = plan.arenaSize
+        peakLiveByteCount = plan.peakLiveBytes
         arenaOffsets = plan.tensorOffsets
         nodes = prepared.enumerated().map { position, entry in
             let op = graph.operators[entry.op]

@@ -74,6 +74,10 @@ enum ModelCompiler {
         var producer = [Int: Int]()
         for (index, op) in graph.operators.enumerated() {
             for output in op.outputs {
+                // -1 marks an omitted optional input; an output cannot be omitted.
+                guard output >= 0 else {
+                    throw EngineError(.invalidModel, "The model's node \(index) has no tensor for one of its outputs (index \(output)); every operator output must name a tensor.", nodeIndex: index)
+                }
                 if let other = producer[output] {
                     throw EngineError(.invalidModel, "The model's tensor \(output) is written by both node \(other) and node \(index).", nodeIndex: index)
                 }
@@ -141,6 +145,8 @@ enum ModelCompiler {
 
     struct ArenaPlan {
         var arenaSize: Int
+        /// The lower bound of any plan: the most bytes alive at one step (``peakLiveBytes(_:alignment:)``).
+        var peakLiveBytes: Int
         var tensorOffsets: [Int?]
         var scratchOffsets: [Int]
     }
@@ -178,6 +184,7 @@ enum ModelCompiler {
         }
         var tensorOffsets = [Int?](repeating: nil, count: tensors.count)
         for (i, t) in tensorIndices.enumerated() { tensorOffsets[t] = offsets[i] }
-        return ArenaPlan(arenaSize: size, tensorOffsets: tensorOffsets, scratchOffsets: Array(offsets[tensorIndices.count...]))
+        return ArenaPlan(arenaSize: size, peakLiveBytes: InferenceEngine.peakLiveBytes(buffers),
+                         tensorOffsets: tensorOffsets, scratchOffsets: Array(offsets[tensorIndices.count...]))
     }
 }
