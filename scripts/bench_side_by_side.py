@@ -45,10 +45,15 @@ def first_image_inputs(gdir: Path, entry: dict):
 
 def time_litert(model_path: Path, threads: int, arrays, runs: int, warmup: int):
     from ai_edge_litert.interpreter import Interpreter
+    # Load = file -> interpreter -> tensors allocated -> inputs set -> first invoke done (as
+    # `edgevision bench`'s loadMs; the first invoke is where XNNPACK packs its weights).
+    t0 = time.perf_counter_ns()
     it = Interpreter(model_path=str(model_path), num_threads=threads)
     it.allocate_tensors()
     for d, a in zip(it.get_input_details(), arrays):
         it.set_tensor(d["index"], a)
+    it.invoke()
+    load_ms = (time.perf_counter_ns() - t0) / 1e6
     for _ in range(warmup):
         it.invoke()
     samples = []
@@ -56,7 +61,7 @@ def time_litert(model_path: Path, threads: int, arrays, runs: int, warmup: int):
         t = time.perf_counter_ns()
         it.invoke()
         samples.append((time.perf_counter_ns() - t) / 1e6)
-    return statistics.median(samples)
+    return statistics.median(samples), load_ms
 
 
 def run_edgevision(tool: str, model_path: Path, threads: int, files, runs: int, warmup: int, timeout: float):
@@ -121,7 +126,7 @@ def main():
         r["model_path"] = models_dir / e.get("model_file", f"models/{n}.tflite").split("/")[-1]
         setup[n] = r
         for t in threads:
-            rows[(n, t)] = {"lite": [], "ev": [], "ev_runs": None, "ev_json": None, "errors": []}
+            rows[(n, t)] = {"lite": [], "lite_load": [], "ev": [], "ev_load": [], "ev_runs": None, "ev_json": None, "errors": []}
 
     for rnd in range(args.rounds):
         for n in names:
@@ -134,7 +139,9 @@ def main():
                       file=sys.stderr, flush=True)
                 if not any(x.startswith("LiteRT") for x in row["errors"]):
                     try:
-                        row["lite"].append(time_litert(s["model_path"], t, s["arrays"], args.runs, args.warmup))
+                        median, load_ms = time_litert(s["model_path"], t, s["arrays"], args.runs, args.warmup)
+                        row["lite"].append(median)
+                        row["lite_load"].append(load_ms)
                     except Exception as ex:
                         row["errors"].append(f"LiteRT failed: {type(ex).__name__}: {' '.join(str(ex).split())[:160]}")
                 if not any(x.startswith("EdgeVision") for x in row["errors"]):
@@ -147,6 +154,7 @@ def main():
                         j = run_edgevision(args.edgevision, s["model_path"], t, s["files"], row["ev_runs"],
                                            row["ev_warmup"], args.timeout)
                         row["ev"].append(j["medianMs"])
+                        row["ev_load"].append(j["loadMs"])
                         row["ev_json"] = j
                     except Exception as ex:
                         row["errors"].append(f"EdgeVision failed: {type(ex).__name__}: {' '.join(str(ex).split())[:200]}")
@@ -166,8 +174,8 @@ def main():
                f"{args.runs} timed invokes per round (fewer for slow models: ~{args.budget:g} s budget); "
                f"{args.rounds} interleaved rounds; ms = median of the per-round medians.")
     out.append("")
-    out.append("| model | threads | input | MACs (M) | LiteRT ms | EdgeVision ms | ratio EV/LiteRT | EdgeVision GMAC/s | EV runs/round | EV load ms | EV arena MiB | EV peak RSS MiB | notes |")
-    out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    out.append("| model | threads | input | MACs (M) | LiteRT ms | EdgeVision ms | ratio EV/LiteRT | EdgeVision GMAC/s | EV runs/round | LiteRT load ms | EV load ms | EV arena MiB | EV live peak MiB | EV peak RSS MiB | notes |")
+    out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in names:
         s = setup[n]
         for t in threads:
@@ -190,8 +198,10 @@ def main():
                 f"{ev / lite:.1f}×" if ev and lite else "-",
                 f"{macs / (ev / 1e3) / 1e9:.2f}" if ev and macs else "-",
                 str(row["ev_runs"] or "-"),
-                f"{j['loadMs']:.0f}" if j else "-",
-                f"{j['arenaBytes'] / 1048576:.1f}" if j else "-",
+                f"{statistics.median(row['lite_load']):.1f}" if row["lite_load"] else "-",
+                f"{statistics.median(row['ev_load']):.1f}" if row["ev_load"] else "-",
+                f"{j['arenaBytes'] / 1048576:.2f}" if j else "-",
+                f"{j['peakLiveBytes'] / 1048576:.2f}" if j and "peakLiveBytes" in j else "-",
                 f"{j['peakRSSBytes'] / 1048576:.0f}" if j else "-",
                 "; ".join(notes)]) + " |")
     print("\n".join(out))
