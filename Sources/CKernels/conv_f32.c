@@ -13,7 +13,7 @@
 
 /// Most taps (k_h * k_w) a tile's pointer table holds; the caller uses the reference kernel beyond.
 #define CK_MAX_TAPS 256
-#define CK_MAX_MR 8
+#define CK_MAX_MR 12
 
 static inline int32_t ck_min(int32_t a, int32_t b) { return a < b ? a : b; }
 
@@ -159,17 +159,18 @@ static void tile_avx2(int32_t mr, int32_t nr, const float *const *ptrs, int32_t 
     }
 }
 
-// ---- AVX-512: 8 x 16 tiles (8 zmm accumulators) ----
+// ---- AVX-512: 12 x 16 tiles (12 zmm accumulators: each weight vector feeds 12 FMAs) ----
 
 CK_TARGET_AVX512
 static void tile_avx512(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k,
                         const float *w, float *c, int32_t ldc, float lo, float hi) {
     __m512 c0 = _mm512_loadu_ps(w);
-    __m512 c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    __m512 c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
     w += CK_F32_NR;
     for (int32_t t = 0; t < taps; t++) {
-        const float *const *p = ptrs + t * 8;
-        const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5], *a6 = p[6], *a7 = p[7];
+        const float *const *p = ptrs + t * 12;
+        const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
+        const float *a6 = p[6], *a7 = p[7], *a8 = p[8], *a9 = p[9], *a10 = p[10], *a11 = p[11];
         for (int32_t i = 0; i < k; i++) {
             const __m512 b = _mm512_loadu_ps(w);
             w += CK_F32_NR;
@@ -181,28 +182,33 @@ static void tile_avx512(int32_t mr, int32_t nr, const float *const *ptrs, int32_
             c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[i]), b, c5);
             c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[i]), b, c6);
             c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[i]), b, c7);
+            c8 = _mm512_fmadd_ps(_mm512_set1_ps(a8[i]), b, c8);
+            c9 = _mm512_fmadd_ps(_mm512_set1_ps(a9[i]), b, c9);
+            c10 = _mm512_fmadd_ps(_mm512_set1_ps(a10[i]), b, c10);
+            c11 = _mm512_fmadd_ps(_mm512_set1_ps(a11[i]), b, c11);
         }
     }
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     const __mmask16 mask = (__mmask16)((1u << nr) - 1u);
-    __m512 rows[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+    __m512 rows[12] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
     for (int32_t m = 0; m < mr; m++) {
         __m512 v = _mm512_min_ps(_mm512_max_ps(rows[m], vlo), vhi);
         _mm512_mask_storeu_ps(c + (size_t)m * ldc, mask, v);
     }
 }
 
-/// AVX-512 machines, blocks with at most 8 live channels: 8 × 8 tiles in 256-bit registers (two
+/// AVX-512 machines, blocks with at most 8 live channels: 12 × 8 tiles in 256-bit registers (two
 /// 256-bit FMAs issue per cycle where one 512-bit does, so no lanes are wasted on padding).
 CK_TARGET_AVX512
 static void tile_avx512_narrow(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k,
                                const float *w, float *c, int32_t ldc, float lo, float hi) {
     __m256 c0 = _mm256_loadu_ps(w);
-    __m256 c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    __m256 c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
     w += CK_F32_NR;
     for (int32_t t = 0; t < taps; t++) {
-        const float *const *p = ptrs + t * 8;
-        const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5], *a6 = p[6], *a7 = p[7];
+        const float *const *p = ptrs + t * 12;
+        const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
+        const float *a6 = p[6], *a7 = p[7], *a8 = p[8], *a9 = p[9], *a10 = p[10], *a11 = p[11];
         for (int32_t i = 0; i < k; i++) {
             const __m256 b = _mm256_loadu_ps(w);
             w += CK_F32_NR;
@@ -214,11 +220,15 @@ static void tile_avx512_narrow(int32_t mr, int32_t nr, const float *const *ptrs,
             c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a5 + i), b, c5);
             c6 = _mm256_fmadd_ps(_mm256_broadcast_ss(a6 + i), b, c6);
             c7 = _mm256_fmadd_ps(_mm256_broadcast_ss(a7 + i), b, c7);
+            c8 = _mm256_fmadd_ps(_mm256_broadcast_ss(a8 + i), b, c8);
+            c9 = _mm256_fmadd_ps(_mm256_broadcast_ss(a9 + i), b, c9);
+            c10 = _mm256_fmadd_ps(_mm256_broadcast_ss(a10 + i), b, c10);
+            c11 = _mm256_fmadd_ps(_mm256_broadcast_ss(a11 + i), b, c11);
         }
     }
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     const __mmask8 mask = (__mmask8)((1u << nr) - 1u);
-    __m256 rows[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+    __m256 rows[12] = {c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11};
     for (int32_t m = 0; m < mr; m++)
         _mm256_mask_storeu_ps(c + (size_t)m * ldc, mask, _mm256_min_ps(_mm256_max_ps(rows[m], vlo), vhi));
 }
@@ -235,7 +245,7 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
     tile_fn tile = tile_portable, narrow = NULL;
     int32_t mr_cap = 4;
 #if CK_X86
-    if (isa >= CK_ISA_AVX512) { tile = tile_avx512; narrow = tile_avx512_narrow; mr_cap = 8; }
+    if (isa >= CK_ISA_AVX512) { tile = tile_avx512; narrow = tile_avx512_narrow; mr_cap = 12; }
     else if (isa >= CK_ISA_AVX2) { tile = tile_avx2; mr_cap = 6; }
 #else
     (void)isa;
