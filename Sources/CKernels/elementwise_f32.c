@@ -208,3 +208,74 @@ void ck_qadd_8(int32_t isa, const ck_qadd_params *p, const uint8_t *a, const uin
 #endif
     qadd_portable(p, a, b, out, begin, end);
 }
+
+// ---- float binary ops (see ckernels.h) ----
+
+static inline float binary_scalar(int32_t op, float x, float y) {
+    switch (op) {
+    case CK_BINARY_ADD: return x + y;
+    case CK_BINARY_SUB: return x - y;
+    case CK_BINARY_MUL: return x * y;
+    default: return x / y;
+    }
+}
+
+static inline float clamp_tflite(float v, float lo, float hi) {
+    const float a = v < lo ? lo : v;
+    return hi < a ? hi : a;
+}
+
+static void binary_portable(int32_t op, const float *a, const float *b, float *out, size_t o0, size_t o1, size_t inner,
+                            size_t ao, size_t ai, size_t bo, size_t bi, float lo, float hi) {
+    for (size_t o = o0; o < o1; o++) {
+        const float *pa = a + o * ao, *pb = b + o * bo;
+        float *po = out + o * inner;
+        for (size_t i = 0; i < inner; i++) po[i] = clamp_tflite(binary_scalar(op, pa[i * ai], pb[i * bi]), lo, hi);
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static inline __m512 binary_avx512_op(int32_t op, __m512 x, __m512 y) {
+    switch (op) {
+    case CK_BINARY_ADD: return _mm512_add_ps(x, y);
+    case CK_BINARY_SUB: return _mm512_sub_ps(x, y);
+    case CK_BINARY_MUL: return _mm512_mul_ps(x, y);
+    default: return _mm512_div_ps(x, y);
+    }
+}
+
+CK_TARGET_AVX512
+static void binary_avx512(int32_t op, const float *a, const float *b, float *out, size_t o0, size_t o1, size_t inner,
+                          size_t ao, size_t ai, size_t bo, size_t bi, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    for (size_t o = o0; o < o1; o++) {
+        const float *pa = a + o * ao, *pb = b + o * bo;
+        float *po = out + o * inner;
+        const __m512 sa = _mm512_set1_ps(pa[0]), sb = _mm512_set1_ps(pb[0]);
+        for (size_t i = 0; i < inner; i += 16) {
+            const size_t left = inner - i;
+            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            const __m512 x = ai ? _mm512_maskz_loadu_ps(m, pa + i) : sa;
+            const __m512 y = bi ? _mm512_maskz_loadu_ps(m, pb + i) : sb;
+            // TFLite's clamp: max(lo, v) and min(hi, v) return v when it is NaN.
+            const __m512 v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, binary_avx512_op(op, x, y)));
+            _mm512_mask_storeu_ps(po + i, m, v);
+        }
+    }
+}
+#endif
+
+void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, float *out,
+                   size_t outer_begin, size_t outer_end, size_t inner,
+                   size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) {
+        binary_avx512(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    binary_portable(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
+}

@@ -108,6 +108,15 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 /// relative of libm's result; below exp's range the result is ~4e-39 instead of 0), NaN gives NaN.
 void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
 
+/// float32 ADD, SUB, MUL, DIV with broadcasting over one outer dimension, then the clamp
+/// (TFLite's: NaN passes through). Element (o, i) of the output, o in [outer_begin, outer_end),
+/// i in [0, inner), is a[o * a_outer + i * a_inner] op b[o * b_outer + i * b_inner] (strides 0
+/// where an operand repeats). IEEE arithmetic, so bit-identical to the scalar reference.
+enum { CK_BINARY_ADD = 0, CK_BINARY_SUB = 1, CK_BINARY_MUL = 2, CK_BINARY_DIV = 3 };
+void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, float *out,
+                   size_t outer_begin, size_t outer_end, size_t inner,
+                   size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi);
+
 // ---------------------------------------------------------------------------------------------
 // 8-bit quantized ADD/SUB of same-shape tensors, bit-exact with TFLite's reference arithmetic:
 // raw = table1[a] + table2[b] (each input's rescaled value, tabulated per 8-bit value by the

@@ -11,6 +11,9 @@ enum Add {
         switch a.type {
         case .float32:
             let (lo, hi) = BinaryOp.floatRange(activation)
+            if let fast = OptimizedBinaryFloatKernel(isa: context.instructionSet, op: Int32(CK_BINARY_ADD), plan: plan, lo: lo, hi: hi) {
+                return fast
+            }
             return BroadcastBinaryKernel(plan: plan, function: FloatArithmetic<AddOperation>(min: lo, max: hi))
         case .int32:
             let (lo, hi) = BinaryOp.integerRange(activation, as: Int32.self)

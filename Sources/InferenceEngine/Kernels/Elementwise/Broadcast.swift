@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -273,5 +274,47 @@ extension FixedPoint {
         let wide = Int64(x) << Int64(shift)
         let shifted = Int32(clamping: wide)
         return saturatingRoundingDoublingHighMul(shifted, multiplier)
+    }
+}
+
+/// Float32 ADD/SUB/MUL/DIV through CKernels when the broadcast merges to at most one outer
+/// dimension (same shapes, or a per-channel operand such as squeeze-and-excitation scales):
+/// IEEE arithmetic and TFLite's clamp, bit-identical to ``FloatArithmetic``.
+struct OptimizedBinaryFloatKernel: Kernel {
+    let isa: Int32
+    let op: Int32
+    let outer: Int, inner: Int
+    let aOuter: Int, aInner: Int, bOuter: Int, bInner: Int
+    let lo: Float, hi: Float
+
+    /// Nil when the plan has more than one outer dimension (the generic kernel handles those).
+    init?(isa: Int32?, op: Int32, plan: BroadcastPlan, lo: Float, hi: Float) {
+        guard let isa, plan.elementCount > 0, plan.outerDimensions.count <= 1 else { return nil }
+        self.isa = isa
+        self.op = op
+        var outer = plan.outerDimensions.first ?? 1
+        var inner = plan.inner
+        var aOuter = plan.outerStrides1.first ?? 0, bOuter = plan.outerStrides2.first ?? 0
+        if outer == 1, plan.innerStride1 == 1, plan.innerStride2 == 1, inner % 4096 == 0, inner > 4096 {
+            // One long same-shape run: cut it into rows so threads can share it.
+            outer = inner / 4096
+            inner = 4096
+            aOuter = 4096
+            bOuter = 4096
+        }
+        (self.outer, self.inner, self.aOuter, self.bOuter) = (outer, inner, aOuter, bOuter)
+        (aInner, bInner) = (plan.innerStride1, plan.innerStride2)
+        (self.lo, self.hi) = (lo, hi)
+    }
+
+    func run(_ io: KernelIO) {
+        let a = io.input(0, as: Float.self), b = io.input(1, as: Float.self)
+        let out = io.output(0, as: Float.self)
+        let total = outer * inner
+        let pieces = io.parallel.threadCount > 1 && total >= 16384 ? Swift.min(io.parallel.threadCount * 4, outer) : 1
+        io.parallel.forEach(pieces) { piece in
+            let range = ConvolutionSupport.range(piece: piece, of: pieces, count: outer)
+            ck_binary_f32(isa, op, a, b, out, range.lowerBound, range.upperBound, inner, aOuter, aInner, bOuter, bInner, lo, hi)
+        }
     }
 }

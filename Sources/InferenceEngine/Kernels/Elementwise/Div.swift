@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -15,6 +16,9 @@ enum Div {
         switch a.type {
         case .float32:
             let (lo, hi) = BinaryOp.floatRange(activation)
+            if let fast = OptimizedBinaryFloatKernel(isa: context.instructionSet, op: Int32(CK_BINARY_DIV), plan: plan, lo: lo, hi: hi) {
+                return fast
+            }
             return BroadcastBinaryKernel(plan: plan, function: FloatArithmetic<DivOperation>(min: lo, max: hi))
         case .int32:
             if let data = b.constant {
