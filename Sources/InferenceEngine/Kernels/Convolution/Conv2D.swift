@@ -100,6 +100,21 @@ struct Conv2DKernel: Kernel {
             return fast
         }
 
+        // Quantized with constant weights: the CKernels implicit GEMM (bit-exact, same rounding).
+        if let isa = context.instructionSet, kind != .float32, groups == 1, let data = filter.constant, let requantizer,
+           bias == nil || bias?.constant != nil,
+           let geometry = ck_conv_geometry.quantized(
+               inputHeight: height, inputWidth: width, inputChannels: channels,
+               outputHeight: outHeight, outputWidth: outWidth, outputChannels: outChannels,
+               filterHeight: kh, filterWidth: kw, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+               dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth, padTop: padTop, padLeft: padLeft),
+           let fast = OptimizedQuantizedConvKernel(
+               isa: isa, geometry: geometry, batches: batches, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
+               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer) {
+            context.scratchByteCount = fast.scratchByteCount
+            return fast
+        }
+
         let rows = batches * outHeight
         let pieces = max(1, min(rows, 16))
         let weightCount = filter.elementCount

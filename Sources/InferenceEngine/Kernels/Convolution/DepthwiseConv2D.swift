@@ -85,6 +85,19 @@ struct DepthwiseConv2DKernel: Kernel {
                                                      floatMin: floatMin, floatMax: floatMax, hasBias: bias != nil)
             }
         }
+        // Quantized, depth multiplier 1, constant weights: CKernels (bit-exact, same rounding).
+        if let isa = context.instructionSet, kind != .float32, depthMultiplier == 1, let data = filter.constant, let requantizer,
+           bias == nil || bias?.constant != nil,
+           let geometry = ck_conv_geometry.quantized(
+               inputHeight: height, inputWidth: width, inputChannels: channels,
+               outputHeight: outHeight, outputWidth: outWidth, outputChannels: outChannels,
+               filterHeight: kh, filterWidth: kw, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
+               dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth, padTop: padTop, padLeft: padLeft),
+           let fast = OptimizedQuantizedDepthwiseKernel(
+               isa: isa, geometry: geometry, batches: batches, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
+               filterZeroPoint: -filterOffset, filter: data, bias: bias?.constant, requantizer: requantizer) {
+            return fast
+        }
         let pieces = max(1, min(batches * outHeight, 16))
         let accumulatorStride = kind == .float32 ? 0 : ConvolutionSupport.align(outChannels * 4) / 4
         context.scratchByteCount = pieces * accumulatorStride * 4

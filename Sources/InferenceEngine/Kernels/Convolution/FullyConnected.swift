@@ -97,6 +97,19 @@ struct FullyConnectedKernel: Kernel {
             return fast
         }
 
+        // Quantized with constant weights: the CKernels GEMM as a 1×1 convolution (reference rounding).
+        if let isa = context.instructionSet, kind != .float32, let data = weights.constant, let requantizer,
+           bias == nil || bias?.constant != nil,
+           let geometry = ck_conv_geometry.quantized(
+               inputHeight: 1, inputWidth: batches, inputChannels: inputSize, outputHeight: 1, outputWidth: batches, outputChannels: units,
+               filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0),
+           let fast = OptimizedQuantizedConvKernel(
+               isa: isa, geometry: geometry, batches: 1, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
+               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer) {
+            context.scratchByteCount = fast.scratchByteCount
+            return fast
+        }
+
         let count = weights.elementCount
         var packedFloat: [Float] = [], packedInteger: [Int16] = []
         var packedScratchBytes = 0

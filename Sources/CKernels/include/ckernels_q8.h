@@ -1,0 +1,133 @@
+// CKernels: quantized (uint8 / int8) convolution, depthwise convolution and fully-connected
+// micro-kernels, bit-exact with the engine's reference kernels (TFLite integer semantics).
+//
+// Scheme: exact int16 dot products. Activations are converted once per layer to int16
+// (a - input_zero_point) and weights once per model to int16 (w - filter_zero_point), so
+// every product fits int16 x int16 -> int32 and pairs are summed by vpdpwssd (AVX-512-VNNI) or
+// vpmaddwd (AVX2 / AVX-512): no correction terms, taps outside the image read a zero buffer.
+// Accumulation wraps in int32 like the reference kernels. Requantization (bias,
+// MultiplyByQuantizedMultiplier, output zero point, activation clamp) is fused into the epilogue
+// and vectorized, with either rounding of ``ck_q8_rounding``.
+//
+// Every function is thread-safe and never allocates.
+#ifndef EDGEVISION_CKERNELS_Q8_H
+#define EDGEVISION_CKERNELS_Q8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Output channels per packed block.
+#define CK_Q8_NR 16
+/// int32 values of requantization parameters per block of CK_Q8_NR channels (6 arrays of 16:
+/// bias, multiplier, left shift, right shift and two rounding constants).
+#define CK_Q8_PARAMS_PER_BLOCK 96
+
+/// How MultiplyByQuantizedMultiplier rounds the final right shift.
+typedef enum {
+    /// gemmlowp RoundingDivideByPOT: half away from zero (TFLite reference kernels).
+    CK_Q8_ROUND_REFERENCE = 0,
+    /// ruy / cpu_backend_gemm on x86: (x + 2^(e-1)) >> e, half up.
+    CK_Q8_ROUND_HALF_UP = 1,
+} ck_q8_rounding;
+
+/// Output quantization of one op: zero point and the fused activation's clamp (within the type's
+/// range, so the stored byte is the low byte of the clamped value for uint8 and int8 alike).
+typedef struct {
+    int32_t zero_point;
+    int32_t act_min, act_max;
+    int32_t rounding; ///< a ck_q8_rounding
+} ck_q8_output;
+
+/// int32 values of the packed requantization parameters of `channels` output channels.
+size_t ck_q8_params_count(int32_t channels);
+
+/// Packs per-channel bias (nullable), multipliers and shifts (TFLite QuantizeMultiplier: positive =
+/// left) for `rounding` into `params` (ck_q8_params_count values).
+void ck_q8_params_pack(int32_t channels, const int32_t *bias, const int32_t *multipliers,
+                       const int32_t *shifts, int32_t rounding, int32_t *params);
+
+/// Input channels as converted (rounded up to even: int16 pairs).
+static inline int32_t ck_q8_padded_channels(int32_t in_c) { return (in_c + 1) & ~1; }
+
+/// Converts `pixels` pixels of `in_c` uint8 (`is_signed` = 0) or int8 values to int16
+/// (value - zero_point), `ck_q8_padded_channels(in_c)` per pixel, the padding channel 0.
+void ck_q8_convert_input(const void *input, int32_t is_signed, int32_t zero_point, int32_t pixels,
+                         int32_t in_c, int16_t *output);
+
+// ---------------------------------------------------------------------------------------------
+// Convolution (and FULLY_CONNECTED as a 1x1 convolution) as an implicit GEMM over int16 operands.
+
+/// int16 values of packed weights for `g`.
+size_t ck_conv_q8_packed_count(const ck_conv_geometry *g);
+
+/// Packs filter [out_c][k_h][k_w][in_c] of uint8 (`is_signed` = 0) or int8 values minus
+/// `filter_zero_point` into `packed` (ck_conv_q8_packed_count values).
+void ck_conv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+                     int32_t filter_zero_point, int16_t *packed);
+
+/// Computes output pixels [pixel_begin, pixel_end) and channel blocks [block_begin, block_end)
+/// of one image. `input` is the image converted by ck_q8_convert_input; `zeros` holds at least
+/// ck_q8_padded_channels(in_c) zeros; `output` holds uint8 or int8 values [out_h*out_w][out_c].
+void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, const int16_t *packed,
+                const int32_t *params, const ck_q8_output *out, void *output, int32_t pixel_begin,
+                int32_t pixel_end, int32_t block_begin, int32_t block_end, const int16_t *zeros);
+
+// ---------------------------------------------------------------------------------------------
+// The same convolution on AVX-512-VNNI with vpdpbusd (u8 x s8, 4 products per int32 lane, twice
+// the int16 path's work per instruction), exact through constant corrections (see conv_q8.c):
+// the raw activations are one operand, the weights shifted by 128 the other; the zero-point terms
+// are folded into the bias, and a per-output-pixel term (the sum of the activations its taps read)
+// is added in the tile. Taps outside the image read a buffer of the input zero point. The input
+// is read in place when in_c is a multiple of 4, else from a copy padded to 4 channels.
+
+/// Input channels of the byte path's pixels (rounded up to 4: vpdpbusd quads).
+static inline int32_t ck_q8b_padded_channels(int32_t in_c) { return (in_c + 3) & ~3; }
+
+/// Bytes of packed byte-path weights for `g`.
+size_t ck_conv_q8b_packed_count(const ck_conv_geometry *g);
+
+/// Packs the filter for the byte path and folds the per-channel corrections into the bias of
+/// `params` (already filled by ck_q8_params_pack for g->out_c channels).
+void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
+                      int32_t input_zero_point, int8_t *packed, int32_t *params);
+
+/// Copies `pixels` pixels of in_c bytes to ck_q8b_padded_channels(in_c) bytes each (padding 0)
+/// and writes each pixel's sum of values (uint8, or int8 when `is_signed`) to `pixel_sums`.
+void ck_q8b_convert_input(const void *input, int32_t is_signed, int32_t pixels, int32_t in_c, uint8_t *output,
+                          int32_t *pixel_sums);
+
+/// Like ck_conv_q8 for the byte path (AVX-512-VNNI only: call it only when ck_best_isa() says so).
+/// `input` has ck_q8b_padded_channels(in_c) bytes per pixel; `pixel_sums` (nullable: then summed
+/// per tap) the sums from ck_q8b_convert_input; `pad` holds ck_q8b_padded_channels(in_c) bytes:
+/// in_c bytes of the input zero point, then zeros.
+void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t *pixel_sums, const int8_t *packed,
+                 const int32_t *params, const ck_q8_output *out, int32_t is_signed, int32_t filter_zero_point,
+                 int32_t input_zero_point, void *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                 int32_t block_end, const uint8_t *pad);
+
+// ---------------------------------------------------------------------------------------------
+// Depthwise convolution, depth multiplier 1.
+
+/// int32 values of packed depthwise weights: [k_h*k_w][in_c rounded up to CK_Q8_NR].
+size_t ck_dwconv_q8_packed_count(const ck_conv_geometry *g);
+
+/// Packs filter [k_h][k_w][c] minus `filter_zero_point` as int32 values.
+void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+                       int32_t filter_zero_point, int32_t *packed);
+
+/// Computes output rows [row_begin, row_end) of one image from the raw uint8/int8 input.
+void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed,
+                  int32_t input_zero_point, const int32_t *packed, const int32_t *params,
+                  const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

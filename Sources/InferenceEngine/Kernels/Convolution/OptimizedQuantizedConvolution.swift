@@ -1,0 +1,304 @@
+import CKernels
+import TFLiteFormat
+import TensorCore
+
+extension ck_conv_geometry {
+    /// The geometry for the quantized CKernels, or nil when a value (or a window's extent,
+    /// (kernel − 1) × dilation, or a padding) does not fit the kernels' 32-bit arithmetic: such
+    /// shapes keep the reference kernel instead of trapping on a conversion.
+    static func quantized(inputHeight: Int, inputWidth: Int, inputChannels: Int, outputHeight: Int, outputWidth: Int,
+                          outputChannels: Int, filterHeight: Int, filterWidth: Int, strideHeight: Int, strideWidth: Int,
+                          dilationHeight: Int, dilationWidth: Int, padTop: Int, padLeft: Int) -> ck_conv_geometry? {
+        let limit = Int(Int32.max) / 4
+        let values = [inputHeight, inputWidth, inputChannels, outputHeight, outputWidth, outputChannels, filterHeight, filterWidth,
+                      strideHeight, strideWidth, dilationHeight, dilationWidth, padTop, padLeft]
+        guard values.allSatisfy({ (0...limit).contains($0) }) else { return nil }
+        // Window extents, tap offsets (in pixels) and window origins stay below 2^29.
+        let (spanHeight, overflowHeight) = (filterHeight - 1).multipliedReportingOverflow(by: dilationHeight)
+        let (spanWidth, overflowWidth) = (filterWidth - 1).multipliedReportingOverflow(by: dilationWidth)
+        guard !overflowHeight, !overflowWidth, spanHeight <= limit, spanWidth <= limit else { return nil }
+        let (tapRows, overflowRows) = spanHeight.multipliedReportingOverflow(by: inputWidth)
+        guard !overflowRows, tapRows <= limit - spanWidth,
+              outputHeight <= limit / max(strideHeight, 1), outputWidth <= limit / max(strideWidth, 1) else { return nil }
+        let g = ck_conv_geometry(inputHeight: inputHeight, inputWidth: inputWidth, inputChannels: inputChannels,
+                                 outputHeight: outputHeight, outputWidth: outputWidth, outputChannels: outputChannels,
+                                 filterHeight: filterHeight, filterWidth: filterWidth, strideHeight: strideHeight, strideWidth: strideWidth,
+                                 dilationHeight: dilationHeight, dilationWidth: dilationWidth, padTop: padTop, padLeft: padLeft)
+        return g.fitsOptimizedKernels ? g : nil
+    }
+}
+
+/// Requantization of a quantized convolution-like op in the CKernels layout: per-channel bias,
+/// multipliers and shifts packed in blocks of 16 channels, plus the output zero point, the
+/// activation clamp and the rounding of the op's reference kernel (bit-exact with
+/// ``ConvRequantizer``).
+struct QuantizedOutputParameters: Sendable {
+    let params: [Int32]
+    let output: ck_q8_output
+
+    /// Nil when the constant bias is too short.
+    init?(channels: Int, requantizer: ConvRequantizer, bias: UnsafeRawBufferPointer?) {
+        guard channels > 0, requantizer.multipliers.count >= channels, requantizer.shifts.count >= channels else { return nil }
+        var biasBase: UnsafePointer<Int32>?
+        if let bias {
+            guard let base = bias.baseAddress, bias.count >= channels * 4 else { return nil }
+            biasBase = base.assumingMemoryBound(to: Int32.self)
+        }
+        let count = ck_q8_params_count(Int32(channels))
+        let rounding: ck_q8_rounding = requantizer.rounding == .gemmHalfUp ? CK_Q8_ROUND_HALF_UP : CK_Q8_ROUND_REFERENCE
+        params = requantizer.multipliers.withUnsafeBufferPointer { m in
+            requantizer.shifts.withUnsafeBufferPointer { s in
+                [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
+                    if let base = buffer.baseAddress, let mb = m.baseAddress, let sb = s.baseAddress {
+                        ck_q8_params_pack(Int32(channels), biasBase, mb, sb, Int32(rounding.rawValue), base)
+                        initialized = count
+                    } else {
+                        initialized = 0
+                    }
+                }
+            }
+        }
+        guard params.count == count else { return nil }
+        output = ck_q8_output(zero_point: requantizer.outputZeroPoint, act_min: requantizer.activationMin,
+                              act_max: requantizer.activationMax, rounding: Int32(rounding.rawValue))
+    }
+}
+
+/// Quantized CONV_2D (uint8 with per-tensor weights, int8 with per-channel symmetric weights) and
+/// FULLY_CONNECTED (as a 1×1 convolution over a 1×batches image) through a CKernels implicit GEMM:
+/// weights packed once at load, the input (where needed) converted once per run into scratch,
+/// requantization fused into the epilogue.
+///
+/// Two exact schemes: on AVX-512-VNNI the byte path (vpdpbusd on the raw activations and weights
+/// shifted by 128, with zero-point corrections folded into the bias and a per-pixel input sum;
+/// the input is read in place when its channel count is a multiple of 4, else copied padded);
+/// elsewhere int16 operands (input − zero point, weight − zero point) with vpmaddwd or plain C.
+struct OptimizedQuantizedConvKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let isSigned: Bool
+    let inputZeroPoint: Int32, filterZeroPoint: Int32
+    /// vpdpbusd (AVX-512-VNNI) rather than the int16 path.
+    let bytePath: Bool
+    let packed16: [Int16]
+    let packed8: [Int8]
+    let params: [Int32]
+    let output: ck_q8_output
+    /// What taps outside the image read: int16 zeros, or (byte path) the input zero point.
+    let zeros16: [Int16]
+    let pad8: [UInt8]
+    let split: GemmSplit
+    /// Scratch bytes per image: converted input, then (byte path) the int32 pixel sums; 0 when the
+    /// byte path reads the input in place.
+    let convertedBytes: Int, sumsBytes: Int
+
+    /// Nil when the shapes or operands do not fit the optimized kernel (the caller keeps the
+    /// reference kernel).
+    init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
+          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
+        guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c > 0 else { return nil }
+        let outputChannels = Int(geometry.out_c)
+        let weightCount = outputChannels * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c)
+        guard let filterBase = filter.baseAddress, filter.count >= weightCount,
+              let requant = QuantizedOutputParameters(channels: outputChannels, requantizer: requantizer, bias: bias) else { return nil }
+        let bytePath = isa >= Int32(CK_ISA_AVX512VNNI)
+        let paddedChannels = Int(bytePath ? ck_q8b_padded_channels(geometry.in_c) : ck_q8_padded_channels(geometry.in_c))
+        let imagePixels = Int(geometry.in_h) * Int(geometry.in_w)
+        guard imagePixels * paddedChannels * 2 < Int(Int32.max) else { return nil }
+        var g = geometry
+        var params = requant.params
+        if bytePath {
+            let count = ck_conv_q8b_packed_count(&g)
+            packed8 = [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                params.withUnsafeMutableBufferPointer { p in
+                    if let base = buffer.baseAddress, let pb = p.baseAddress {
+                        ck_conv_q8b_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base, pb)
+                        initialized = count
+                    } else {
+                        initialized = 0
+                    }
+                }
+            }
+            guard packed8.count == count else { return nil }
+            packed16 = []
+            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
+            split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
+                              bytesPerBlock: count / max(blocks, 1), tileRows: 8)
+            let inPlace = paddedChannels == Int(geometry.in_c)
+            convertedBytes = inPlace ? 0 : ConvolutionSupport.align(imagePixels * paddedChannels)
+            sumsBytes = inPlace ? 0 : ConvolutionSupport.align(imagePixels * 4)
+        } else {
+            let count = ck_conv_q8_packed_count(&g)
+            packed16 = [Int16](unsafeUninitializedCapacity: count) { buffer, initialized in
+                if let base = buffer.baseAddress {
+                    ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
+                    initialized = count
+                } else {
+                    initialized = 0
+                }
+            }
+            guard packed16.count == count else { return nil }
+            packed8 = []
+            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
+            split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
+                              bytesPerBlock: count / max(blocks, 1) * 2, tileRows: 8)
+            convertedBytes = ConvolutionSupport.align(imagePixels * paddedChannels * 2)
+            sumsBytes = 0
+        }
+        self.isa = isa
+        self.geometry = geometry
+        self.batches = batches
+        self.isSigned = isSigned
+        self.inputZeroPoint = inputZeroPoint
+        self.filterZeroPoint = filterZeroPoint
+        self.bytePath = bytePath
+        self.params = params
+        output = requant.output
+        zeros16 = [Int16](repeating: 0, count: paddedChannels)
+        // A tap outside the image reads the input zero point (contributing 0); padding channels 0.
+        pad8 = (0..<paddedChannels).map { $0 < Int(geometry.in_c) ? UInt8(truncatingIfNeeded: inputZeroPoint) : 0 }
+    }
+
+    /// Scratch bytes `run` needs: the converted input of every image.
+    var scratchByteCount: Int { batches * (convertedBytes + sumsBytes) }
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0)
+        let outputBase = io.output(0)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c)
+        let pixels = Int(geometry.in_h) * Int(geometry.in_w)
+        let imageScratch = convertedBytes + sumsBytes
+        let bytePath = self.bytePath
+        let paddedChannels = Int(bytePath ? ck_q8b_padded_channels(geometry.in_c) : ck_q8_padded_channels(geometry.in_c))
+        let scratch = io.scratch
+        if imageScratch > 0 {
+            guard let scratch else { return }
+            // Conversion: pieces of whole pixels (any split gives the same values).
+            let conversionPieces = max(1, min(8, pixels * Int(geometry.in_c) / 16384))
+            io.parallel.forEach(conversionPieces * batches) { piece in
+                let n = piece / conversionPieces
+                let range = ConvolutionSupport.range(piece: piece % conversionPieces, of: conversionPieces, count: pixels)
+                let source = input + n * inputStride + range.lowerBound * Int(geometry.in_c)
+                let image = scratch + n * imageScratch
+                if bytePath {
+                    ck_q8b_convert_input(source, isSigned ? 1 : 0, Int32(range.count), geometry.in_c,
+                                         image.assumingMemoryBound(to: UInt8.self) + range.lowerBound * paddedChannels,
+                                         (image + convertedBytes).assumingMemoryBound(to: Int32.self) + range.lowerBound)
+                } else {
+                    ck_q8_convert_input(source, isSigned ? 1 : 0, inputZeroPoint, Int32(range.count), geometry.in_c,
+                                        image.assumingMemoryBound(to: Int16.self) + range.lowerBound * paddedChannels)
+                }
+            }
+        }
+        let perImage = split.piecesPerImage
+        params.withUnsafeBufferPointer { params in
+            guard let p = params.baseAddress else { return }
+            if bytePath {
+                packed8.withUnsafeBufferPointer { weights in
+                    pad8.withUnsafeBufferPointer { pad in
+                        guard let w = weights.baseAddress, let z = pad.baseAddress else { return }
+                        io.parallel.forEach(perImage * batches) { piece in
+                            let n = piece / perImage
+                            let (pixels, blocks) = split.ranges(piece % perImage)
+                            var image = (input + n * inputStride).assumingMemoryBound(to: UInt8.self)
+                            var sums: UnsafePointer<Int32>?
+                            if imageScratch > 0, let scratch {
+                                let base = scratch + n * imageScratch
+                                image = UnsafeRawPointer(base).assumingMemoryBound(to: UInt8.self)
+                                sums = UnsafeRawPointer(base + convertedBytes).assumingMemoryBound(to: Int32.self)
+                            }
+                            var g = geometry
+                            var out = output
+                            ck_conv_q8b(&g, image, sums, w, p, &out, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint,
+                                        outputBase + n * outputStride, Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                        Int32(blocks.lowerBound), Int32(blocks.upperBound), z)
+                        }
+                    }
+                }
+            } else {
+                guard let scratch else { return }
+                packed16.withUnsafeBufferPointer { weights in
+                    zeros16.withUnsafeBufferPointer { zeros in
+                        guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
+                        io.parallel.forEach(perImage * batches) { piece in
+                            let n = piece / perImage
+                            let (pixels, blocks) = split.ranges(piece % perImage)
+                            var g = geometry
+                            var out = output
+                            ck_conv_q8(isa, &g, (scratch + n * imageScratch).assumingMemoryBound(to: Int16.self), w, p, &out,
+                                       outputBase + n * outputStride, Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                       Int32(blocks.lowerBound), Int32(blocks.upperBound), z)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Quantized DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights minus their zero
+/// point packed once at load as int32 lanes, the raw uint8/int8 input read in place, output rows
+/// split into pieces.
+struct OptimizedQuantizedDepthwiseKernel: Kernel {
+    let isa: Int32
+    let geometry: ck_conv_geometry
+    let batches: Int
+    let isSigned: Bool
+    let inputZeroPoint: Int32
+    let packed: [Int32]
+    let requant: QuantizedOutputParameters
+    let pieces: Int
+
+    init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
+          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
+        guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c == geometry.in_c else { return nil }
+        let channels = Int(geometry.in_c)
+        let weightCount = Int(geometry.k_h) * Int(geometry.k_w) * channels
+        guard let filterBase = filter.baseAddress, filter.count >= weightCount,
+              let requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
+        var g = geometry
+        let count = ck_dwconv_q8_packed_count(&g)
+        packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let base = buffer.baseAddress {
+                ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
+                initialized = count
+            } else {
+                initialized = 0
+            }
+        }
+        guard packed.count == count else { return nil }
+        self.isa = isa
+        self.geometry = geometry
+        self.batches = batches
+        self.isSigned = isSigned
+        self.inputZeroPoint = inputZeroPoint
+        self.requant = requant
+        // About 8 pieces per image of enough work each (the split does not change the results).
+        let rows = Int(geometry.out_h)
+        let rowWork = Int(geometry.out_w) * channels * Int(geometry.k_h) * Int(geometry.k_w)
+        pieces = max(1, min(rows, 8, rows * rowWork / 8192))
+    }
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0)
+        let output = io.output(0)
+        let rows = Int(geometry.out_h)
+        let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
+        let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
+        packed.withUnsafeBufferPointer { weights in
+            requant.params.withUnsafeBufferPointer { params in
+                guard let w = weights.baseAddress, let p = params.baseAddress else { return }
+                io.parallel.forEach(pieces * batches) { piece in
+                    let n = piece / pieces
+                    let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+                    var g = geometry
+                    var out = requant.output
+                    ck_dwconv_q8(isa, &g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, w, p, &out,
+                                 output + n * outputStride, Int32(range.lowerBound), Int32(range.upperBound))
+                }
+            }
+        }
+    }
+}

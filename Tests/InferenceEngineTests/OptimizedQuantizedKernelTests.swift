@@ -1,0 +1,228 @@
+import XCTest
+import InferenceEngine
+import TFLiteFormat
+import TensorCore
+import TestSupport
+
+/// The quantized CKernels paths of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (uint8 with
+/// per-tensor weights, int8 with per-channel symmetric weights) must equal the reference kernels
+/// byte for byte, for every instruction-set variant and at 1 and 2 threads: randomized small shapes
+/// (channel counts that are not multiples of 4 or 16, 1×1 / 3×3 / 5×5 filters, strides 1–2,
+/// dilation 2, SAME / VALID, extreme zero points, RELU / RELU6, 2 batches).
+final class OptimizedQuantizedKernelTests: XCTestCase {
+    static let selections: [KernelSelection] = [.portable, .avx2, .avx512, .optimized]
+
+    /// Runs the op with every selection and thread count and compares with `.reference`.
+    func assertMatchesReference(_ op: BuiltinOperator, _ options: BuiltinOptions, _ inputs: [TensorValue?], _ output: OutputSpec,
+                                _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let expected = try KernelRunner.run(op, options: options, inputs: inputs, outputs: [output], kernels: .reference)[0]
+        XCTAssertFalse(expected.bytes.isEmpty, label, file: file, line: line)
+        for selection in Self.selections {
+            for threads in [1, 2] {
+                let actual = try KernelRunner.run(op, options: options, inputs: inputs, outputs: [output], threads: threads, kernels: selection)[0]
+                XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection) threads \(threads)", file: file, line: line)
+                if actual.bytes != expected.bytes {
+                    let index = zip(actual.bytes, expected.bytes).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1
+                    XCTFail("\(label) \(selection) threads \(threads): first difference at byte \(index) of \(expected.bytes.count)",
+                            file: file, line: line)
+                    return
+                }
+            }
+        }
+    }
+
+    // MARK: Random operands
+
+    struct Quantized {
+        var type: ElementType
+        var rng: SeededGenerator
+
+        var isSigned: Bool { type == .int8 }
+
+        mutating func zeroPoint() -> Int64 {
+            // Extremes a quarter of the time.
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0: return isSigned ? -128 : 0
+            case 1: return isSigned ? 127 : 255
+            default: return isSigned ? Int64.random(in: -128...127, using: &rng) : Int64.random(in: 0...255, using: &rng)
+            }
+        }
+
+        mutating func values(_ count: Int) -> [UInt8] {
+            (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        }
+
+        mutating func tensor(shape: [Int], scale: Float, zeroPoint: Int64, isConstant: Bool = false) -> TensorValue {
+            TensorValue(type: type, shape: shape, quantization: QuantizationParameters(scale: scale, zeroPoint: zeroPoint),
+                        bytes: values(shape.reduce(1, *)), isConstant: isConstant)
+        }
+
+        /// Weights: uint8 per-tensor with a zero point, int8 per-channel symmetric along `dimension`
+        /// (some weights at the extremes).
+        mutating func weights(shape: [Int], channels: Int, dimension: Int) -> TensorValue {
+            var bytes = values(shape.reduce(1, *))
+            for i in bytes.indices where Int.random(in: 0..<16, using: &rng) == 0 {
+                bytes[i] = isSigned ? (Bool.random(using: &rng) ? 0x80 : 0x7F) : (Bool.random(using: &rng) ? 0 : 255)
+            }
+            let quantization: QuantizationParameters
+            if isSigned {
+                let scales = (0..<channels).map { _ in Float.random(in: 0.002...0.02, using: &rng) }
+                quantization = QuantizationParameters(scales: scales, zeroPoints: [Int64](repeating: 0, count: channels), quantizedDimension: dimension)
+            } else {
+                quantization = QuantizationParameters(scale: Float.random(in: 0.002...0.02, using: &rng), zeroPoint: zeroPoint())
+            }
+            return TensorValue(type: type, shape: shape, quantization: quantization, bytes: bytes, isConstant: true)
+        }
+
+        mutating func bias(_ count: Int, magnitude: Int32 = 20000) -> TensorValue? {
+            guard Int.random(in: 0..<5, using: &rng) != 0 else { return nil }
+            return .int32((0..<count).map { _ in Int32.random(in: -magnitude...magnitude, using: &rng) }, shape: [count])
+        }
+
+        /// An output scale giving multipliers below and (sometimes) above 1.
+        mutating func outputSpec(accumulatorScale: Float) -> OutputSpec {
+            let factor: Float = Int.random(in: 0..<6, using: &rng) == 0 ? Float.random(in: 0.3...3, using: &rng)
+                                                                          : Float.random(in: 8...400, using: &rng)
+            let scale = accumulatorScale * factor
+            return OutputSpec(type: type, quantization: QuantizationParameters(scale: scale, zeroPoint: zeroPoint()))
+        }
+
+        mutating func activation() -> FusedActivation {
+            [FusedActivation.none, .relu, .relu6][Int.random(in: 0..<3, using: &rng)]
+        }
+    }
+
+    // MARK: CONV_2D
+
+    func testConv2DMatchesReference() throws {
+        var rng = SeededGenerator(seed: 0x5EED_C0_4D)
+        for index in 0..<28 {
+            let type: ElementType = index % 2 == 0 ? .uint8 : .int8
+            var q = Quantized(type: type, rng: rng)
+            let kernel = [1, 3, 5][Int.random(in: 0..<3, using: &q.rng)]
+            let stride = Int.random(in: 1...2, using: &q.rng)
+            let dilation = kernel > 1 && Int.random(in: 0..<4, using: &q.rng) == 0 ? 2 : 1
+            let padding: Padding = Bool.random(using: &q.rng) ? .same : .valid
+            let effective = (kernel - 1) * dilation + 1
+            let height = Int.random(in: max(1, effective)...(effective + 7), using: &q.rng)
+            let width = Int.random(in: max(1, effective)...(effective + 7), using: &q.rng)
+            let batches = Int.random(in: 1...2, using: &q.rng)
+            let inChannels = [1, 3, 5, 7, 13, 17, 24, 33][Int.random(in: 0..<8, using: &q.rng)]
+            let outChannels = [1, 5, 15, 16, 17, 31, 40][Int.random(in: 0..<7, using: &q.rng)]
+            let inputScale = Float.random(in: 0.01...0.05, using: &q.rng)
+            let input = q.tensor(shape: [batches, height, width, inChannels], scale: inputScale, zeroPoint: q.zeroPoint())
+            let filter = q.weights(shape: [outChannels, kernel, kernel, inChannels], channels: outChannels, dimension: 0)
+            let bias = q.bias(outChannels)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(kernel * kernel * inChannels).squareRoot())
+            let options = ConvolutionKernelTests.conv(padding, stride: (stride, stride), dilation: (dilation, dilation), activation: q.activation())
+            try assertMatchesReference(.conv2D, options, [input, filter, bias], output,
+                                       "conv #\(index) \(type) \(batches)x\(height)x\(width)x\(inChannels) k\(kernel) s\(stride) d\(dilation) \(padding) → \(outChannels)")
+            rng = q.rng
+        }
+    }
+
+    // MARK: DEPTHWISE_CONV_2D
+
+    func testDepthwiseConv2DMatchesReference() throws {
+        var rng = SeededGenerator(seed: 0xD3_97_15E)
+        for index in 0..<28 {
+            let type: ElementType = index % 2 == 0 ? .uint8 : .int8
+            var q = Quantized(type: type, rng: rng)
+            let kernel = [1, 3, 5][Int.random(in: 0..<3, using: &q.rng)]
+            let stride = Int.random(in: 1...2, using: &q.rng)
+            let dilation = kernel > 1 && Int.random(in: 0..<4, using: &q.rng) == 0 ? 2 : 1
+            let padding: Padding = Bool.random(using: &q.rng) ? .same : .valid
+            let effective = (kernel - 1) * dilation + 1
+            let height = Int.random(in: max(1, effective)...(effective + 7), using: &q.rng)
+            let width = Int.random(in: max(1, effective)...(effective + 7), using: &q.rng)
+            let batches = Int.random(in: 1...2, using: &q.rng)
+            let channels = [1, 3, 7, 8, 17, 24, 33, 50, 63, 70][Int.random(in: 0..<10, using: &q.rng)]
+            let inputScale = Float.random(in: 0.01...0.05, using: &q.rng)
+            let input = q.tensor(shape: [batches, height, width, channels], scale: inputScale, zeroPoint: q.zeroPoint())
+            let filter = q.weights(shape: [1, kernel, kernel, channels], channels: channels, dimension: 3)
+            let bias = q.bias(channels)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(kernel))
+            let options = ConvolutionKernelTests.depthwise(padding, stride: (stride, stride), dilation: (dilation, dilation), activation: q.activation())
+            try assertMatchesReference(.depthwiseConv2D, options, [input, filter, bias], output,
+                                       "depthwise #\(index) \(type) \(batches)x\(height)x\(width)x\(channels) k\(kernel) s\(stride) d\(dilation) \(padding)")
+            rng = q.rng
+        }
+    }
+
+    // MARK: FULLY_CONNECTED
+
+    func testFullyConnectedMatchesReference() throws {
+        var rng = SeededGenerator(seed: 0xFC_0FC)
+        for index in 0..<24 {
+            let type: ElementType = index % 2 == 0 ? .uint8 : .int8
+            var q = Quantized(type: type, rng: rng)
+            let batches = Int.random(in: 1...3, using: &q.rng)
+            let inputSize = [1, 3, 16, 17, 40, 129][Int.random(in: 0..<6, using: &q.rng)]
+            let units = [1, 7, 16, 19, 33, 65][Int.random(in: 0..<6, using: &q.rng)]
+            let inputScale = Float.random(in: 0.01...0.05, using: &q.rng)
+            let input = q.tensor(shape: [batches, inputSize], scale: inputScale, zeroPoint: q.zeroPoint())
+            var weights = q.weights(shape: [units, inputSize], channels: units, dimension: 0)
+            if type == .int8, index % 4 == 1 {
+                // Per-tensor int8 weights with a zero point (TFLite's integer FC subtracts it).
+                weights.quantization = QuantizationParameters(scale: 0.01, zeroPoint: q.zeroPoint())
+            }
+            let bias = q.bias(units)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(inputSize).squareRoot())
+            try assertMatchesReference(.fullyConnected, ConvolutionKernelTests.fullyConnected(activation: q.activation()),
+                                       [input, weights, bias], output, "fully connected #\(index) \(type) \(batches)x\(inputSize) → \(units)")
+            rng = q.rng
+        }
+    }
+
+    // MARK: Shapes the optimized kernels leave to the reference kernels
+
+    /// A dilation far beyond the image (SAME padding: every tap but the centre is outside) or
+    /// outside 32-bit range must not trap in the optimized branch; results equal the reference.
+    func testHugeDilationFallsBackToReference() throws {
+        for type in [ElementType.uint8, .int8] {
+            var q = Quantized(type: type, rng: SeededGenerator(seed: 99))
+            for dilation in [9, 1 << 20, 1 << 40] {
+                let input = q.tensor(shape: [1, 4, 5, 3], scale: 0.02, zeroPoint: q.zeroPoint())
+                let filter = q.weights(shape: [5, 3, 3, 3], channels: 5, dimension: 0)
+                let output = q.outputSpec(accumulatorScale: 0.02 * 0.01 * 3)
+                try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(.same, dilation: (dilation, dilation)), [input, filter, nil], output,
+                                           "conv \(type) dilation \(dilation)")
+                let dwFilter = q.weights(shape: [1, 3, 3, 3], channels: 3, dimension: 3)
+                try assertMatchesReference(.depthwiseConv2D, ConvolutionKernelTests.depthwise(.same, dilation: (dilation, dilation)),
+                                           [input, dwFilter, nil], output, "depthwise \(type) dilation \(dilation)")
+            }
+        }
+    }
+
+    // MARK: Rounding
+
+    /// Multipliers in [0.25, 0.5) and [0.5, 1) with few products make exact halves frequent, where
+    /// CONV_2D (half up) and DEPTHWISE_CONV_2D / FULLY_CONNECTED (half away from zero) differ.
+    func testExactHalvesRoundLikeReference() throws {
+        for type in [ElementType.uint8, .int8] {
+            var q = Quantized(type: type, rng: SeededGenerator(seed: type == .uint8 ? 11 : 12))
+            for multiplier: Float in [0.3, 0.375, 0.5, 0.75] {
+                let zp: Int64 = type == .uint8 ? 128 : 0
+                let input = q.tensor(shape: [2, 5, 6, 2], scale: 1, zeroPoint: zp)
+                let values = (0..<(3 * 2)).map { _ in UInt8(truncatingIfNeeded: Int.random(in: -3...3, using: &q.rng) + (type == .uint8 ? 128 : 0)) }
+                let filterQuantization = type == .uint8 ? QuantizationParameters(scale: 1, zeroPoint: 128)
+                                                        : QuantizationParameters(scales: [1, 1, 1], zeroPoints: [0, 0, 0], quantizedDimension: 0)
+                let filter = TensorValue(type: type, shape: [3, 1, 1, 2], quantization: filterQuantization, bytes: values, isConstant: true)
+                let output = OutputSpec(type: type, quantization: QuantizationParameters(scale: 1 / multiplier, zeroPoint: zp))
+                try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(), [input, filter, nil], output, "conv halves \(type) \(multiplier)")
+
+                let dwQuantization = type == .uint8 ? QuantizationParameters(scale: 1, zeroPoint: 128)
+                                                    : QuantizationParameters(scales: [1, 1], zeroPoints: [0, 0], quantizedDimension: 3)
+                let dwFilter = TensorValue(type: type, shape: [1, 1, 3, 2], quantization: dwQuantization, bytes: Array(values.prefix(6)), isConstant: true)
+                try assertMatchesReference(.depthwiseConv2D, ConvolutionKernelTests.depthwise(.same), [input, dwFilter, nil], output,
+                                           "depthwise halves \(type) \(multiplier)")
+
+                let fcInput = q.tensor(shape: [7, 2], scale: 1, zeroPoint: zp)
+                let fcWeights = TensorValue(type: type, shape: [3, 2], quantization: type == .uint8 ? filterQuantization : QuantizationParameters(scale: 1, zeroPoint: 0),
+                                            bytes: values, isConstant: true)
+                try assertMatchesReference(.fullyConnected, ConvolutionKernelTests.fullyConnected(), [fcInput, fcWeights, nil], output,
+                                           "fully connected halves \(type) \(multiplier)")
+            }
+        }
+    }
+}
