@@ -3,6 +3,9 @@
 
 #include <math.h>
 
+// Bit-exact kernels here must not have a*b+c fused into one rounding.
+#pragma STDC FP_CONTRACT OFF
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define CK_X86 1
@@ -278,4 +281,68 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
     (void)isa;
 #endif
     binary_portable(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
+}
+
+// ---- float bilinear resize (see ckernels.h) ----
+
+static void resize_row_portable(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
+                                const int32_t *x0, const int32_t *x1, const float *xs) {
+    for (int32_t x = 0; x < out_w; x++) {
+        const float dx = xs[x] - (float)x0[x];
+        const float w00 = (1 - dy) * (1 - dx), w01 = (1 - dy) * dx, w10 = dy * (1 - dx), w11 = dy * dx;
+        const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+        const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        float *o = out + (size_t)x * C;
+        for (int32_t c = 0; c < C; c++) {
+            float v = 0;
+            v += p00[c] * w00;
+            v += p01[c] * w01;
+            v += p10[c] * w10;
+            v += p11[c] * w11;
+            o[c] = v;
+        }
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void resize_row_avx512(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
+                              const int32_t *x0, const int32_t *x1, const float *xs) {
+    for (int32_t x = 0; x < out_w; x++) {
+        const float dx = xs[x] - (float)x0[x];
+        const __m512 w00 = _mm512_set1_ps((1 - dy) * (1 - dx)), w01 = _mm512_set1_ps((1 - dy) * dx);
+        const __m512 w10 = _mm512_set1_ps(dy * (1 - dx)), w11 = _mm512_set1_ps(dy * dx);
+        const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+        const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        float *o = out + (size_t)x * C;
+        for (int32_t c = 0; c < C; c += 16) {
+            const int32_t left = C - c;
+            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p00 + c), w00));
+            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p01 + c), w01));
+            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p10 + c), w10));
+            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p11 + c), w11));
+            _mm512_mask_storeu_ps(o + c, m, v);
+        }
+    }
+}
+#endif
+
+void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32_t channels, float *output, int32_t out_w,
+                            const int32_t *y0, const int32_t *y1, const float *ys,
+                            const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end) {
+    const size_t in_row = (size_t)in_w * channels, out_row = (size_t)out_w * channels;
+    for (int32_t y = row_begin; y < row_end; y++) {
+        const float dy = ys[y] - (float)y0[y];
+        const float *r0 = input + (size_t)y0[y] * in_row, *r1 = input + (size_t)y1[y] * in_row;
+#if CK_X86
+        if (isa >= CK_ISA_AVX512) {
+            resize_row_avx512(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            continue;
+        }
+#else
+        (void)isa;
+#endif
+        resize_row_portable(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+    }
 }

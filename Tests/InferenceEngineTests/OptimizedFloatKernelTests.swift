@@ -178,6 +178,22 @@ final class OptimizedFloatKernelTests: XCTestCase {
         }
     }
 
+    func testResizeBilinearMatchesReferenceExactly() throws {
+        var rng = SeededGenerator(seed: 48)
+        // deeplab-like 33→257 (21 channels), an odd shrink, and align-corners / half-pixel variants.
+        let cases: [(h: Int, w: Int, c: Int, oh: Int, ow: Int, align: Bool, half: Bool)] = [
+            (5, 4, 21, 37, 29, false, false), (9, 7, 16, 4, 3, false, false), (6, 5, 17, 11, 13, true, false), (6, 5, 33, 13, 11, false, true),
+        ]
+        for c in cases {
+            let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -3...3), shape: [2, c.h, c.w, c.c])
+            var o = ResizeOptions()
+            o.alignCorners = c.align
+            o.halfPixelCenters = c.half
+            try assertMatchesReference(.resizeBilinear, options: .resizeBilinear(o),
+                                       [input, .int32([Int32(c.oh), Int32(c.ow)], shape: [2])], exact: true, "resize \(c)")
+        }
+    }
+
     func testMaxPoolMatchesReferenceExactly() throws {
         var rng = SeededGenerator(seed: 45)
         for (h, w, c, k, stride, padding) in [(9, 8, 28, 2, 2, Padding.same), (7, 7, 17, 3, 2, .valid), (5, 6, 40, 3, 1, .same)] {

@@ -117,6 +117,15 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
                    size_t outer_begin, size_t outer_end, size_t inner,
                    size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi);
 
+/// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), with the
+/// reference kernel's arithmetic (weights (1-dy)(1-dx), (1-dy)dx, dy(1-dx), dy·dx in float; the sum
+/// 0 + p00·w00 + p01·w01 + p10·w10 + p11·w11 in that order, no fused multiply-add): bit-identical.
+/// y0/y1/ys (out_h entries) and x0/x1/xs (out_w entries) are the source rows/columns and the
+/// float source positions.
+void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32_t channels, float *output, int32_t out_w,
+                            const int32_t *y0, const int32_t *y1, const float *ys,
+                            const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end);
+
 // ---------------------------------------------------------------------------------------------
 // 8-bit quantized ADD/SUB of same-shape tensors, bit-exact with TFLite's reference arithmetic:
 // raw = table1[a] + table2[b] (each input's rescaled value, tabulated per 8-bit value by the

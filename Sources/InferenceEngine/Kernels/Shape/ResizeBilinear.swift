@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -82,6 +83,15 @@ struct ResizeBilinear: Kernel {
                 hi.append(min((scaled + (1 << 10) - 1) / (1 << 10), inSize - 1))
             }
             return (pos, lo, hi)
+        }
+        if let isa = context.instructionSet, mode == .float, b > 0, c > 0,
+           [inH, inW, c, outH, outW].allSatisfy({ $0 < Int(Int32.max) }), inH * inW * c < Int(Int32.max), outH * outW * c < Int(Int32.max) {
+            let (fy, fy0, fy1) = floatAxis(outH, inH)
+            let (fx, fx0, fx1) = floatAxis(outW, inW)
+            return OptimizedResizeBilinearFloatKernel(
+                isa: isa, batches: b, inputHeight: inH, inputWidth: inW, depth: c, outputHeight: outH, outputWidth: outW,
+                y0: fy0.map { Int32($0) }, y1: fy1.map { Int32($0) }, ys: fy,
+                x0: fx0.map { Int32($0) }, x1: fx1.map { Int32($0) }, xs: fx)
         }
         let integer = mode == .int8 || mode == .int16
         let (fy, fy0, fy1) = integer ? ([], [], []) : floatAxis(outH, inH)
@@ -200,7 +210,10 @@ enum ResizeSupport {
         return Int(Swift.max(Swift.min(v, 2e9), -2e9))
     }
 
-    /// The constant int32 [2] size input: (height, width), both positive.
+    /// The largest output height or width a resize accepts.
+    static let maximumSide = 1 << 20
+
+    /// The constant int32 [2] size input: (height, width), both positive and at most ``maximumSide``.
     static func outputSize(_ context: OpContext, _ size: TensorInfo) throws -> (Int, Int) {
         try context.expect(size, type: [.int32], "size input")
         guard size.rank == 1, size.shape[0] == 2 else {
@@ -210,6 +223,38 @@ enum ResizeSupport {
             throw context.fail("size input must be a constant tensor (dynamic shapes are not supported)", code: .unsupportedOperator)
         }
         guard values[0] > 0, values[1] > 0 else { throw context.fail("output size \(values) must be positive") }
+        // Checked here, before the per-row and per-column tables are built: the output tensor's own
+        // size check comes after prepare, and an empty batch or channel axis would pass it anyway.
+        guard values[0] <= maximumSide, values[1] <= maximumSide else {
+            throw context.fail("output size \(values) is larger than \(maximumSide) pixels per side, the engine's limit for resizes", code: .resourceLimit)
+        }
         return (values[0], values[1])
+    }
+}
+
+/// Float RESIZE_BILINEAR (the general mode) through CKernels, bit-identical to the reference rows.
+struct OptimizedResizeBilinearFloatKernel: Kernel {
+    let isa: Int32
+    let batches: Int, inputHeight: Int, inputWidth: Int, depth: Int
+    let outputHeight: Int, outputWidth: Int
+    let y0: [Int32], y1: [Int32], ys: [Float]
+    let x0: [Int32], x1: [Int32], xs: [Float]
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0, as: Float.self), output = io.output(0, as: Float.self)
+        let pieces = max(1, min(outputHeight, 16))
+        let inputStride = inputHeight * inputWidth * depth, outputStride = outputHeight * outputWidth * depth
+        y0.withUnsafeBufferPointer { y0 in y1.withUnsafeBufferPointer { y1 in ys.withUnsafeBufferPointer { ys in
+            x0.withUnsafeBufferPointer { x0 in x1.withUnsafeBufferPointer { x1 in xs.withUnsafeBufferPointer { xs in
+                guard let y0 = y0.baseAddress, let y1 = y1.baseAddress, let ys = ys.baseAddress,
+                      let x0 = x0.baseAddress, let x1 = x1.baseAddress, let xs = xs.baseAddress else { return }
+                io.parallel.forEach(pieces * batches) { piece in
+                    let n = piece / pieces
+                    let rows = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: outputHeight)
+                    ck_resize_bilinear_f32(isa, input + n * inputStride, Int32(inputWidth), Int32(depth), output + n * outputStride,
+                                           Int32(outputWidth), y0, y1, ys, x0, x1, xs, Int32(rows.lowerBound), Int32(rows.upperBound))
+                }
+            } } }
+        } } }
     }
 }
