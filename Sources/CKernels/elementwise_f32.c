@@ -346,3 +346,88 @@ void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32
         resize_row_portable(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
     }
 }
+
+// ---- uint8 bilinear resize and 8-bit arg max (see ckernels.h) ----
+
+static void resize_row_u8_portable(const uint8_t *r0, const uint8_t *r1, int32_t C, uint8_t *out, int32_t out_w, float dy,
+                                   const int32_t *x0, const int32_t *x1, const float *xs) {
+    for (int32_t x = 0; x < out_w; x++) {
+        const float dx = xs[x] - (float)x0[x];
+        const float w00 = (1 - dy) * (1 - dx), w01 = (1 - dy) * dx, w10 = dy * (1 - dx), w11 = dy * dx;
+        const uint8_t *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+        const uint8_t *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        uint8_t *o = out + (size_t)x * C;
+        for (int32_t c = 0; c < C; c++) {
+            float v = (float)p00[c] * w00;
+            v = v + (float)p01[c] * w01;
+            v = v + (float)p10[c] * w10;
+            v = v + (float)p11[c] * w11;
+            v = v + 0.5f;
+            v = v < 0 ? 0 : (v > 255 ? 255 : v);
+            o[c] = (uint8_t)v;
+        }
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void resize_row_u8_avx512(const uint8_t *r0, const uint8_t *r1, int32_t C, uint8_t *out, int32_t out_w, float dy,
+                                 const int32_t *x0, const int32_t *x1, const float *xs) {
+    const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps(), top = _mm512_set1_ps(255.0f);
+    for (int32_t x = 0; x < out_w; x++) {
+        const float dx = xs[x] - (float)x0[x];
+        const __m512 w00 = _mm512_set1_ps((1 - dy) * (1 - dx)), w01 = _mm512_set1_ps((1 - dy) * dx);
+        const __m512 w10 = _mm512_set1_ps(dy * (1 - dx)), w11 = _mm512_set1_ps(dy * dx);
+        const uint8_t *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+        const uint8_t *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        uint8_t *o = out + (size_t)x * C;
+        for (int32_t c = 0; c < C; c += 16) {
+            const int32_t left = C - c;
+            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+#define CK_U8F(p) _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, (p) + c)))
+            __m512 v = _mm512_mul_ps(CK_U8F(p00), w00);
+            v = _mm512_add_ps(v, _mm512_mul_ps(CK_U8F(p01), w01));
+            v = _mm512_add_ps(v, _mm512_mul_ps(CK_U8F(p10), w10));
+            v = _mm512_add_ps(v, _mm512_mul_ps(CK_U8F(p11), w11));
+#undef CK_U8F
+            v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, half), zero), top);
+            _mm_mask_storeu_epi8(o + c, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+        }
+    }
+}
+#endif
+
+void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int32_t channels, uint8_t *output, int32_t out_w,
+                           const int32_t *y0, const int32_t *y1, const float *ys,
+                           const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end) {
+    const size_t in_row = (size_t)in_w * channels, out_row = (size_t)out_w * channels;
+    for (int32_t y = row_begin; y < row_end; y++) {
+        const float dy = ys[y] - (float)y0[y];
+        const uint8_t *r0 = input + (size_t)y0[y] * in_row, *r1 = input + (size_t)y1[y] * in_row;
+#if CK_X86
+        if (isa >= CK_ISA_AVX512) {
+            resize_row_u8_avx512(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            continue;
+        }
+#else
+        (void)isa;
+#endif
+        resize_row_u8_portable(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+    }
+}
+
+void ck_argmax_8(const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
+                 size_t row_begin, size_t row_end) {
+    const uint8_t flip = is_signed ? 0x80 : 0;  // signed order = unsigned order of (byte ^ 0x80)
+    for (size_t r = row_begin; r < row_end; r++) {
+        const uint8_t *p = input + r * (size_t)axis;
+        uint8_t best = (uint8_t)(p[0] ^ flip);
+        int32_t index = 0;
+        for (int32_t i = 1; i < axis; i++) {
+            const uint8_t v = (uint8_t)(p[i] ^ flip);
+            if (v > best) { best = v; index = i; }
+        }
+        if (wide) ((int64_t *)output)[r] = index;
+        else ((int32_t *)output)[r] = index;
+    }
+}

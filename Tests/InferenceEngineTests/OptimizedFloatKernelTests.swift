@@ -194,6 +194,39 @@ final class OptimizedFloatKernelTests: XCTestCase {
         }
     }
 
+    func testQuantizedResizeAndArgMaxMatchReferenceExactly() throws {
+        var rng = SeededGenerator(seed: 49)
+        for (h, w, c, oh, ow, align) in [(5, 4, 21, 37, 29, false), (6, 5, 17, 11, 13, true), (4, 4, 3, 8, 8, false)] {
+            let bytes = (0..<(2 * h * w * c)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var o = ResizeOptions()
+            o.alignCorners = align
+            let inputs: [TensorValue?] = [.uint8(bytes, shape: [2, h, w, c], scale: 0.1, zeroPoint: 3), .int32([Int32(oh), Int32(ow)], shape: [2])]
+            let expected = try KernelRunner.run(.resizeBilinear, options: .resizeBilinear(o), inputs: inputs,
+                                                outputs: [.uint8(scale: 0.1, zeroPoint: 3)], kernels: .reference)[0]
+            for selection in Self.selections {
+                let actual = try KernelRunner.run(.resizeBilinear, options: .resizeBilinear(o), inputs: inputs,
+                                                  outputs: [.uint8(scale: 0.1, zeroPoint: 3)], threads: 2, kernels: selection)[0]
+                XCTAssertEqual(actual.bytes, expected.bytes, "uint8 resize \(h)x\(w)x\(c)→\(oh)x\(ow) \(selection)")
+            }
+        }
+        // ARG_MAX over the innermost axis: uint8 and int8 (ties go to the first index), int32 and int64 outputs.
+        for (type, signed) in [(ElementType.uint8, false), (.int8, true)] {
+            var bytes = (0..<(300 * 21)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            for i in stride(from: 0, to: bytes.count, by: 21 * 7) { bytes[i + 4] = bytes[i + 9] }  // ties
+            let input: TensorValue = signed ? .int8(bytes.map { Int8(bitPattern: $0) }, shape: [1, 300, 21], quantization: QuantizationParameters(scale: 1, zeroPoint: 0))
+                                            : .uint8(bytes, shape: [1, 300, 21], scale: 1, zeroPoint: 0)
+            for outputType in [ElementType.int32, .int64] {
+                let inputs: [TensorValue?] = [input, .int32([2], shape: [1])]
+                let expected = try KernelRunner.run(.argMax, options: .argMax(outputType: outputType), inputs: inputs,
+                                                    outputs: [OutputSpec(type: outputType)], kernels: .reference)[0]
+                let actual = try KernelRunner.run(.argMax, options: .argMax(outputType: outputType), inputs: inputs,
+                                                  outputs: [OutputSpec(type: outputType)], threads: 2)[0]
+                XCTAssertEqual(actual.bytes, expected.bytes, "argmax \(type) → \(outputType)")
+                XCTAssertEqual(actual.shape, [1, 300])
+            }
+        }
+    }
+
     func testMaxPoolMatchesReferenceExactly() throws {
         var rng = SeededGenerator(seed: 45)
         for (h, w, c, k, stride, padding) in [(9, 8, 28, 2, 2, Padding.same), (7, 7, 17, 3, 2, .valid), (5, 6, 40, 3, 1, .same)] {

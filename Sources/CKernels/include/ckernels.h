@@ -126,6 +126,18 @@ void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32
                             const int32_t *y0, const int32_t *y1, const float *ys,
                             const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end);
 
+/// uint8 RESIZE_BILINEAR (the reference's float path: the same weighted sum + 0.5, clamped to
+/// [0, 255], truncated), bit-identical; arguments as ck_resize_bilinear_f32.
+void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int32_t channels, uint8_t *output, int32_t out_w,
+                           const int32_t *y0, const int32_t *y1, const float *ys,
+                           const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end);
+
+/// ARG_MAX over the innermost axis of 8-bit values: for rows [row_begin, row_end) of `axis`
+/// bytes, the first index of the largest value (signed compares when `is_signed`), written as
+/// int32 or int64 (`wide`).
+void ck_argmax_8(const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
+                 size_t row_begin, size_t row_end);
+
 // ---------------------------------------------------------------------------------------------
 // 8-bit quantized ADD/SUB of same-shape tensors, bit-exact with TFLite's reference arithmetic:
 // raw = table1[a] + table2[b] (each input's rescaled value, tabulated per 8-bit value by the

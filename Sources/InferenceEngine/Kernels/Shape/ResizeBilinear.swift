@@ -84,12 +84,12 @@ struct ResizeBilinear: Kernel {
             }
             return (pos, lo, hi)
         }
-        if let isa = context.instructionSet, mode == .float, b > 0, c > 0,
+        if let isa = context.instructionSet, mode == .float || mode == .uint8, b > 0, c > 0,
            [inH, inW, c, outH, outW].allSatisfy({ $0 < Int(Int32.max) }), inH * inW * c < Int(Int32.max), outH * outW * c < Int(Int32.max) {
             let (fy, fy0, fy1) = floatAxis(outH, inH)
             let (fx, fx0, fx1) = floatAxis(outW, inW)
-            return OptimizedResizeBilinearFloatKernel(
-                isa: isa, batches: b, inputHeight: inH, inputWidth: inW, depth: c, outputHeight: outH, outputWidth: outW,
+            return OptimizedResizeBilinearKernel(
+                isa: isa, bytes: mode == .uint8, batches: b, inputHeight: inH, inputWidth: inW, depth: c, outputHeight: outH, outputWidth: outW,
                 y0: fy0.map { Int32($0) }, y1: fy1.map { Int32($0) }, ys: fy,
                 x0: fx0.map { Int32($0) }, x1: fx1.map { Int32($0) }, xs: fx)
         }
@@ -232,16 +232,19 @@ enum ResizeSupport {
     }
 }
 
-/// Float RESIZE_BILINEAR (the general mode) through CKernels, bit-identical to the reference rows.
-struct OptimizedResizeBilinearFloatKernel: Kernel {
+/// Float (general mode) and uint8 RESIZE_BILINEAR through CKernels, bit-identical to the reference rows.
+struct OptimizedResizeBilinearKernel: Kernel {
     let isa: Int32
+    /// uint8 tensors (else float32).
+    let bytes: Bool
     let batches: Int, inputHeight: Int, inputWidth: Int, depth: Int
     let outputHeight: Int, outputWidth: Int
     let y0: [Int32], y1: [Int32], ys: [Float]
     let x0: [Int32], x1: [Int32], xs: [Float]
 
     func run(_ io: KernelIO) {
-        let input = io.input(0, as: Float.self), output = io.output(0, as: Float.self)
+        let input = io.input(0), output = io.output(0)
+        let elementSize = bytes ? 1 : 4
         let pieces = max(1, min(outputHeight, 16))
         let inputStride = inputHeight * inputWidth * depth, outputStride = outputHeight * outputWidth * depth
         y0.withUnsafeBufferPointer { y0 in y1.withUnsafeBufferPointer { y1 in ys.withUnsafeBufferPointer { ys in
@@ -251,8 +254,16 @@ struct OptimizedResizeBilinearFloatKernel: Kernel {
                 io.parallel.forEach(pieces * batches) { piece in
                     let n = piece / pieces
                     let rows = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: outputHeight)
-                    ck_resize_bilinear_f32(isa, input + n * inputStride, Int32(inputWidth), Int32(depth), output + n * outputStride,
-                                           Int32(outputWidth), y0, y1, ys, x0, x1, xs, Int32(rows.lowerBound), Int32(rows.upperBound))
+                    let source = input + n * inputStride * elementSize, destination = output + n * outputStride * elementSize
+                    if bytes {
+                        ck_resize_bilinear_u8(isa, source.assumingMemoryBound(to: UInt8.self), Int32(inputWidth), Int32(depth),
+                                              destination.assumingMemoryBound(to: UInt8.self), Int32(outputWidth),
+                                              y0, y1, ys, x0, x1, xs, Int32(rows.lowerBound), Int32(rows.upperBound))
+                    } else {
+                        ck_resize_bilinear_f32(isa, source.assumingMemoryBound(to: Float.self), Int32(inputWidth), Int32(depth),
+                                               destination.assumingMemoryBound(to: Float.self), Int32(outputWidth),
+                                               y0, y1, ys, x0, x1, xs, Int32(rows.lowerBound), Int32(rows.upperBound))
+                    }
                 }
             } } }
         } } }
