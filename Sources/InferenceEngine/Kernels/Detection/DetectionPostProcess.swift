@@ -54,7 +54,6 @@ struct DetectionPostProcess: Kernel {
         var decoded = 0, scores = 0, candidates = 0, keepIndices = 0, keepScores = 0, order = 0, sortTemp = 0
         var selected = 0, classIndices = 0, classTemp = 0
         var infoIndex = 0, infoScore = 0, mergeIndex = 0, mergeScore = 0
-        var active = 0
         var total = 0
 
         mutating func reserve(_ count: Int, bytesEach: Int) throws -> Int {
@@ -163,7 +162,6 @@ struct DetectionPostProcess: Kernel {
                 layout.classIndices = try layout.reserve(numBoxes * categories, bytesEach: 4)
                 layout.classTemp = try layout.reserve(options.numClasses, bytesEach: 4)
             }
-            layout.active = try layout.reserve(numBoxes, bytesEach: 1)
         } catch {
             throw context.fail("the temporaries for \(numBoxes) anchors and \(classesWithBackground) classes overflow", code: .resourceLimit)
         }
@@ -476,7 +474,6 @@ struct DetectionPostProcess: Kernel {
         let keepScores = (scratch + layout.keepScores).assumingMemoryBound(to: Float.self)
         let order = (scratch + layout.order).assumingMemoryBound(to: Int32.self)
         let sortTemp = (scratch + layout.sortTemp).assumingMemoryBound(to: Int32.self)
-        let active = (scratch + layout.active).assumingMemoryBound(to: UInt8.self)
 
         var kept = 0
         for i in 0..<numBoxes where scores[i] >= scoreThreshold {
@@ -487,25 +484,25 @@ struct DetectionPostProcess: Kernel {
         guard kept > 0 else { return 0 }
         DetectionSort.stableArgSortDecreasing(UnsafePointer(keepScores), count: kept, indices: order, temp: sortTemp)
 
+        // TFLite selects greedily: each selected box deactivates every later box with IoU above the
+        // threshold, until max_detections are selected. Equivalently (same result, same IoU
+        // arguments), a box is selected iff no earlier selected box overlaps it above the threshold:
+        // checking each candidate against the (at most max_detections) selected boxes stops as soon
+        // as the output is full instead of scanning every remaining box per selection.
         let outputSize = min(kept, maxDetections)
-        active.update(repeating: 1, count: kept)
-        var activeCount = kept
         var count = 0
         for i in 0..<kept {
-            if activeCount == 0 || count >= outputSize { break }
-            guard active[i] == 1 else { continue }
+            if count >= outputSize { break }
             let boxI = Int(keepIndices[Int(order[i])])
-            selected[count] = Int32(boxI)
-            count += 1
-            active[i] = 0
-            activeCount -= 1
-            let a = decoded + 4 * boxI
-            for j in (i + 1)..<kept where active[j] == 1 {
-                let b = decoded + 4 * Int(keepIndices[Int(order[j])])
-                if Self.intersectionOverUnion(a, b) > iouThreshold {
-                    active[j] = 0
-                    activeCount -= 1
-                }
+            let b = decoded + 4 * boxI
+            var suppressed = false
+            for s in 0..<count where Self.intersectionOverUnion(decoded + 4 * Int(selected[s]), b) > iouThreshold {
+                suppressed = true
+                break
+            }
+            if !suppressed {
+                selected[count] = Int32(boxI)
+                count += 1
             }
         }
         return count
