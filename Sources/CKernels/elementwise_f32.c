@@ -416,9 +416,41 @@ void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int3
     }
 }
 
-void ck_argmax_8(const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
+#if CK_X86
+/// Rows of at most 32 bytes: the maximum by a shuffle reduction, its first index by a compare mask.
+CK_TARGET_AVX512
+static void argmax_avx512(const uint8_t *input, int32_t axis, uint8_t flip, void *output, int32_t wide,
+                          size_t row_begin, size_t row_end) {
+    const __mmask32 valid = axis >= 32 ? 0xFFFFFFFFu : ((1u << axis) - 1u);
+    const __m256i flipv = _mm256_set1_epi8((char)flip);
+    for (size_t r = row_begin; r < row_end; r++) {
+        // Masked-off lanes load 0 and are excluded from the compare below.
+        const __m256i v = _mm256_maskz_mov_epi8(valid, _mm256_xor_si256(_mm256_maskz_loadu_epi8(valid, input + r * (size_t)axis), flipv));
+        __m128i m = _mm_max_epu8(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        m = _mm_max_epu8(m, _mm_srli_si128(m, 8));
+        m = _mm_max_epu8(m, _mm_srli_si128(m, 4));
+        m = _mm_max_epu8(m, _mm_srli_si128(m, 2));
+        m = _mm_max_epu8(m, _mm_srli_si128(m, 1));
+        const __m256i best = _mm256_broadcastb_epi8(m);
+        const uint32_t eq = (uint32_t)_mm256_mask_cmpeq_epi8_mask(valid, v, best);
+        const int32_t index = (int32_t)__builtin_ctz(eq | 0x80000000u);
+        if (wide) ((int64_t *)output)[r] = index;
+        else ((int32_t *)output)[r] = index;
+    }
+}
+#endif
+
+void ck_argmax_8(int32_t isa, const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
                  size_t row_begin, size_t row_end) {
     const uint8_t flip = is_signed ? 0x80 : 0;  // signed order = unsigned order of (byte ^ 0x80)
+#if CK_X86
+    if (isa >= CK_ISA_AVX512 && axis >= 1 && axis <= 32) {
+        argmax_avx512(input, axis, flip, output, wide, row_begin, row_end);
+        return;
+    }
+#else
+    (void)isa;
+#endif
     for (size_t r = row_begin; r < row_end; r++) {
         const uint8_t *p = input + r * (size_t)axis;
         uint8_t best = (uint8_t)(p[0] ^ flip);

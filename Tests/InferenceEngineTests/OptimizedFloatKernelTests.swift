@@ -210,19 +210,23 @@ final class OptimizedFloatKernelTests: XCTestCase {
             }
         }
         // ARG_MAX over the innermost axis: uint8 and int8 (ties go to the first index), int32 and int64 outputs.
-        for (type, signed) in [(ElementType.uint8, false), (.int8, true)] {
-            var bytes = (0..<(300 * 21)).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            for i in stride(from: 0, to: bytes.count, by: 21 * 7) { bytes[i + 4] = bytes[i + 9] }  // ties
-            let input: TensorValue = signed ? .int8(bytes.map { Int8(bitPattern: $0) }, shape: [1, 300, 21], quantization: QuantizationParameters(scale: 1, zeroPoint: 0))
-                                            : .uint8(bytes, shape: [1, 300, 21], scale: 1, zeroPoint: 0)
+        for (type, signed, axis) in [(ElementType.uint8, false, 21), (.int8, true, 21), (.uint8, false, 32), (.int8, true, 40), (.uint8, false, 1)] {
+            var bytes = (0..<(300 * axis)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if axis > 9 {
+                for i in stride(from: 0, to: bytes.count, by: axis * 7) { bytes[i + 4] = 255; bytes[i + 9] = 255 }  // ties at the top
+            }
+            let input: TensorValue = signed ? .int8(bytes.map { Int8(bitPattern: $0) }, shape: [1, 300, axis], quantization: QuantizationParameters(scale: 1, zeroPoint: 0))
+                                            : .uint8(bytes, shape: [1, 300, axis], scale: 1, zeroPoint: 0)
             for outputType in [ElementType.int32, .int64] {
                 let inputs: [TensorValue?] = [input, .int32([2], shape: [1])]
                 let expected = try KernelRunner.run(.argMax, options: .argMax(outputType: outputType), inputs: inputs,
                                                     outputs: [OutputSpec(type: outputType)], kernels: .reference)[0]
-                let actual = try KernelRunner.run(.argMax, options: .argMax(outputType: outputType), inputs: inputs,
-                                                  outputs: [OutputSpec(type: outputType)], threads: 2)[0]
-                XCTAssertEqual(actual.bytes, expected.bytes, "argmax \(type) → \(outputType)")
-                XCTAssertEqual(actual.shape, [1, 300])
+                for selection in Self.selections {
+                    let actual = try KernelRunner.run(.argMax, options: .argMax(outputType: outputType), inputs: inputs,
+                                                      outputs: [OutputSpec(type: outputType)], threads: 2, kernels: selection)[0]
+                    XCTAssertEqual(actual.bytes, expected.bytes, "argmax \(type) axis \(axis) → \(outputType) \(selection)")
+                    XCTAssertEqual(actual.shape, [1, 300])
+                }
             }
         }
     }

@@ -135,7 +135,7 @@ void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int3
 /// ARG_MAX over the innermost axis of 8-bit values: for rows [row_begin, row_end) of `axis`
 /// bytes, the first index of the largest value (signed compares when `is_signed`), written as
 /// int32 or int64 (`wide`).
-void ck_argmax_8(const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
+void ck_argmax_8(int32_t isa, const uint8_t *input, int32_t axis, int32_t is_signed, void *output, int32_t wide,
                  size_t row_begin, size_t row_end);
 
 // ---------------------------------------------------------------------------------------------

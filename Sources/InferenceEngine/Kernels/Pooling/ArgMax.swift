@@ -11,8 +11,9 @@ struct ArgMax: Kernel {
     let inputType: ElementType
     let outputType: ElementType
     let outerCount: Int, axisSize: Int, innerCount: Int
-    /// Optimized kernels allowed (``KernelSelection``): 8-bit rows over the innermost axis run in C.
-    var optimized = false
+    /// The CKernels instruction set when optimized kernels are allowed (``KernelSelection``): 8-bit
+    /// rows over the innermost axis then run in C.
+    var instructionSet: Int32?
 
     static func prepare(_ context: inout OpContext) throws -> any Kernel {
         try context.expect(inputs: 2, outputs: 1)
@@ -41,18 +42,18 @@ struct ArgMax: Kernel {
         context.outputs[0].shape = shape
         return ArgMax(inputType: input.type, outputType: outputType,
                       outerCount: input.shape[..<axis].reduce(1, *), axisSize: input.shape[axis],
-                      innerCount: input.shape[(axis + 1)...].reduce(1, *), optimized: context.instructionSet != nil)
+                      innerCount: input.shape[(axis + 1)...].reduce(1, *), instructionSet: context.instructionSet)
     }
 
     func run(_ io: KernelIO) {
         let src = io.input(0), dst = io.output(0)
-        if optimized, innerCount == 1, axisSize > 0, axisSize < Int(Int32.max), inputType == .uint8 || inputType == .int8 || inputType == .bool {
+        if let isa = instructionSet, innerCount == 1, axisSize > 0, axisSize < Int(Int32.max), inputType == .uint8 || inputType == .int8 || inputType == .bool {
             // The common case (a segmentation map's class axis, innermost): a tight C loop per row.
             let rows = outerCount
             let pieces = io.parallel.threadCount > 1 && rows >= 4096 ? io.parallel.threadCount * 4 : 1
             io.parallel.forEach(pieces) { piece in
                 let range = ConvolutionSupport.range(piece: piece, of: pieces, count: rows)
-                ck_argmax_8(src.assumingMemoryBound(to: UInt8.self), Int32(axisSize), inputType == .int8 ? 1 : 0, dst,
+                ck_argmax_8(isa, src.assumingMemoryBound(to: UInt8.self), Int32(axisSize), inputType == .int8 ? 1 : 0, dst,
                             outputType == .int64 ? 1 : 0, range.lowerBound, range.upperBound)
             }
             return
