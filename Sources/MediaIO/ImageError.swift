@@ -75,11 +75,11 @@ public struct ImageLimits: Sendable, Hashable {
             throw ImageError(.invalidDimensions, "\(what) has size \(width)×\(height); width and height must be positive.")
         }
         guard width <= maximumDimension, height <= maximumDimension else {
-            throw ImageError(.resourceLimit, "\(what) is \(width)×\(height), larger than the limit of \(maximumDimension) pixels per side (ImageLimits.maximumDimension).")
+            throw ImageError(.resourceLimit, "\(what) is \(width)×\(height), larger than the limit of \(maximumDimension) pixels per side (ImageLimits.maximumDimension). Scale it down, or pass larger ImageLimits if it is trusted.")
         }
         let (pixels, overflow) = width.multipliedReportingOverflow(by: height)
         guard !overflow, pixels <= maximumPixelCount else {
-            throw ImageError(.resourceLimit, "\(what) is \(width)×\(height) = \(width * height) pixels, more than the limit of \(maximumPixelCount) (ImageLimits.maximumPixelCount).")
+            throw ImageError(.resourceLimit, "\(what) is \(width)×\(height) = \(overflow ? "more than \(Int.max)" : "\(pixels)") pixels, more than the limit of \(maximumPixelCount) (ImageLimits.maximumPixelCount). Scale it down, or pass larger ImageLimits if it is trusted.")
         }
     }
 }

@@ -24,7 +24,7 @@ public final class ModelData: @unchecked Sendable {
     /// Copies `data` into aligned storage.
     public init(_ data: Data, maximumSize: Int = ModelData.defaultMaximumSize) throws {
         guard data.count <= maximumSize else {
-            throw ModelFormatError(.resourceLimit, "The model is \(data.count) bytes, more than the limit of \(maximumSize) bytes.")
+            throw ModelFormatError(.resourceLimit, "The model is \(data.count) bytes, more than the limit of \(maximumSize) bytes (ModelData maximumSize; .tflite files cannot exceed 2 GiB). Use a smaller model or raise the limit.")
         }
         let size = Swift.max(data.count, 1)
         let memory = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
@@ -46,14 +46,14 @@ public final class ModelData: @unchecked Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw ModelFormatError(.io, "Cannot read model file '\(path)': \(String(cString: strerror(errno))).")
+            throw ModelFormatError(.io, "Cannot read model file '\(path)': \(String(cString: strerror(errno))). Check the file and its permissions.")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ModelFormatError(.io, "Model path '\(path)' is not a regular file.")
+            throw ModelFormatError(.io, "Model path '\(path)' is not a regular file; pass the path of a .tflite file.")
         }
         let size = Int(info.st_size)
         guard size <= maximumSize else {
-            throw ModelFormatError(.resourceLimit, "The model file '\(path)' is \(size) bytes, more than the limit of \(maximumSize) bytes.")
+            throw ModelFormatError(.resourceLimit, "The model file '\(path)' is \(size) bytes, more than the limit of \(maximumSize) bytes (ModelData maximumSize; .tflite files cannot exceed 2 GiB). Use a smaller model or raise the limit.")
         }
         guard size > 0 else {
             throw ModelFormatError(.outOfBounds, "The model file '\(path)' is empty; it is not a valid FlatBuffer buffer.")

@@ -57,10 +57,10 @@ public struct ModelFormatError: Error, Sendable, Hashable, CustomStringConvertib
 extension ModelFormatError {
     static func bounds(_ what: String, offset: Int, size: Int, limit: Int) -> ModelFormatError {
         ModelFormatError(.outOfBounds,
-            "The model is not a valid FlatBuffer buffer: \(what) at byte offset \(offset) (size \(size)) lies outside the \(limit)-byte buffer; the file is truncated or corrupt.")
+            "The model is not a valid FlatBuffer buffer: \(what) at byte offset \(offset) (size \(size)) lies outside the \(limit)-byte buffer; the file is truncated or corrupt. Download or export the model again.")
     }
 
     static func structure(_ what: String) -> ModelFormatError {
-        ModelFormatError(.invalidStructure, "The model is not a valid TFLite model: \(what).")
+        ModelFormatError(.invalidStructure, "The model is not a valid TFLite model: \(what). Check that the file is a .tflite model, and download or export it again.")
     }
 }

@@ -51,19 +51,19 @@ enum ModelCompiler {
     /// Quantization parameters must be usable: finite positive scales, matching per-channel counts.
     static func validate(_ q: QuantizationParameters, tensor: TensorInfo, what: String) throws {
         for scale in q.scales where !(scale.isFinite && scale >= 0) {
-            throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale \(scale); scales must be finite and positive.")
+            throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale \(scale); scales must be finite and positive. Re-quantize the model (TFLite converter) or export it again.")
         }
         if tensor.type == .uint8 || tensor.type == .int8 || tensor.type == .int16 {
             for scale in q.scales where scale == 0 {
-                throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale 0; scales of quantized tensors must be positive.")
+                throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale 0; scales of quantized tensors must be positive. Re-quantize the model (TFLite converter) or export it again.")
             }
         }
         guard q.zeroPoints.isEmpty || q.zeroPoints.count == q.scales.count else {
-            throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) scales but \(q.zeroPoints.count) zero points.")
+            throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) scales but \(q.zeroPoints.count) zero points. Re-quantize the model (TFLite converter) or export it again.")
         }
         if q.scales.count > 1 {
             guard q.quantizedDimension >= 0, q.quantizedDimension < tensor.rank, tensor.shape[q.quantizedDimension] == q.scales.count else {
-                throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) per-channel scales along dimension \(q.quantizedDimension), but its shape is \(Shape(tensor.shape)).")
+                throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) per-channel scales along dimension \(q.quantizedDimension), but its shape is \(Shape(tensor.shape)). Re-quantize the model (TFLite converter) or export it again.")
             }
         }
     }
@@ -112,7 +112,7 @@ enum ModelCompiler {
             }
         }
         guard order.count == graph.operators.count else {
-            throw EngineError(.invalidModel, "The model's graph has a cycle: \(graph.operators.count - order.count) operators depend on each other's outputs.")
+            throw EngineError(.invalidModel, "The model's graph has a cycle: \(graph.operators.count - order.count) operators depend on each other's outputs. The file is malformed: export it again.")
         }
         return order
     }

@@ -46,7 +46,7 @@ public enum ImageDecoder {
     public static func decode(_ bytes: UnsafeRawBufferPointer, limits: ImageLimits = .default) throws -> DecodedImage {
         guard let format = ImageFormat.sniff(bytes) else {
             throw ImageError(.unsupportedFormat,
-                bytes.isEmpty ? "The image data is empty." : "The data is not a JPEG, PNG, WebP or BMP image (unrecognized first bytes).")
+                bytes.isEmpty ? "The image data is empty; pass the bytes of a JPEG, PNG, WebP or BMP file." : "The data is not a JPEG, PNG, WebP or BMP image (unrecognized first bytes); convert it to one of these formats.")
         }
         switch format {
         case .jpeg: return try JPEGCodec.decode(bytes, limits: limits)
@@ -62,7 +62,7 @@ public enum ImageDecoder {
         do {
             data = try Data(contentsOf: url, options: .mappedIfSafe)
         } catch {
-            throw ImageError(.io, "Cannot read image file '\(url.path)': \(error.localizedDescription)")
+            throw ImageError(.io, "Cannot read image file '\(url.path)': \(error.localizedDescription) Check the path and its permissions.")
         }
         return try decode(data, limits: limits)
     }

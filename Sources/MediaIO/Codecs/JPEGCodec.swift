@@ -9,7 +9,11 @@ enum JPEGCodec {
         guard let source = bytes.bindMemory(to: UInt8.self).baseAddress else { throw ImageError(.corrupt, "The JPEG data is empty.") }
         var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
         guard tjDecompressHeader3(handle, source, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else {
-            throw ImageError(.corrupt, "The JPEG header is corrupt: \(message(handle)).")
+            let text = message(handle)
+            if text.contains("Maximum supported image dimension") {
+                throw ImageError(.resourceLimit, "The JPEG image is larger than libjpeg-turbo's limit of 65,500 pixels per side (\(text)); scale it down before decoding.")
+            }
+            throw ImageError(.corrupt, "The JPEG header is corrupt: \(text). The file is damaged or not a JPEG; re-export or re-download it.")
         }
         try limits.check(width: Int(width), height: Int(height), what: "The JPEG image")
         let pixels = try PixelBuffer(width: Int(width), height: Int(height), format: .rgb8, limits: limits)
@@ -22,7 +26,7 @@ enum JPEGCodec {
             // other decoders; fatal errors and truncation ("Premature end of JPEG file") do not.
             let text = message(handle)
             if tjGetErrorCode(handle) == Int32(TJERR_FATAL.rawValue) || text.contains("Premature end") {
-                throw ImageError(.corrupt, "The JPEG data is corrupt or truncated: \(text).")
+                throw ImageError(.corrupt, "The JPEG data is corrupt or truncated: \(text). Re-export or re-download the image.")
             }
         }
         return DecodedImage(pixels: pixels, orientation: EXIF.orientation(inJPEG: bytes) ?? .up, format: .jpeg)

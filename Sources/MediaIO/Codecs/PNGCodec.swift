@@ -8,13 +8,19 @@ enum PNGCodec {
         defer { spng_ctx_free(ctx) }
         func check(_ status: Int32, _ what: String) throws {
             guard status == 0 else {
-                throw ImageError(.corrupt, "The PNG data is corrupt or truncated (\(what): \(String(cString: spng_strerror(status)))).")
+                throw ImageError(.corrupt, "The PNG data is corrupt or truncated (\(what): \(String(cString: spng_strerror(status)))); re-export or re-download the image.")
             }
         }
         // Bound chunk sizes and cache so a hostile file cannot make libspng allocate a lot.
         spng_set_chunk_limits(ctx, 16 << 20, 64 << 20)
         spng_set_crc_action(ctx, Int32(SPNG_CRC_ERROR.rawValue), Int32(SPNG_CRC_ERROR.rawValue))
         try check(spng_set_png_buffer(ctx, bytes.baseAddress, bytes.count), "buffer")
+        // The declared size first: libspng reports sizes it cannot handle (e.g. 2^31-1 wide) as
+        // "arithmetic overflow", but a size beyond the limits is a resource-limit error.
+        if bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8) {
+            let width = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, height = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
+            if width > 0, height > 0 { try limits.check(width: width, height: height, what: "The PNG image") }
+        }
         var header = spng_ihdr()
         try check(spng_get_ihdr(ctx, &header), "header")
         try limits.check(width: Int(header.width), height: Int(header.height), what: "The PNG image")

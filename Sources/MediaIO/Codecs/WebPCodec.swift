@@ -7,7 +7,7 @@ enum WebPCodec {
         guard let source = bytes.bindMemory(to: UInt8.self).baseAddress else { throw ImageError(.corrupt, "The WebP data is empty.") }
         var features = WebPBitstreamFeatures()
         guard edgevision_webp_get_features(source, bytes.count, &features) != 0 else {
-            throw ImageError(.corrupt, "The WebP header is corrupt or truncated.")
+            throw ImageError(.corrupt, "The WebP header is corrupt or truncated; re-export or re-download the image.")
         }
         try limits.check(width: Int(features.width), height: Int(features.height), what: "The WebP image")
         let hasAlpha = features.has_alpha != 0
@@ -19,7 +19,7 @@ enum WebPCodec {
                 ? WebPDecodeRGBAInto(source, bytes.count, destination, out.count, stride) != nil
                 : WebPDecodeRGBInto(source, bytes.count, destination, out.count, stride) != nil
         }
-        guard decoded else { throw ImageError(.corrupt, "The WebP data is corrupt or truncated.") }
+        guard decoded else { throw ImageError(.corrupt, "The WebP data is corrupt or truncated; re-export or re-download the image.") }
         return pixels
     }
 
