@@ -25,3 +25,32 @@ int32_t ck_best_isa(void) {
     }
     return isa;
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+uint64_t ck_denormals_flush(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    const unsigned int state = _mm_getcsr();
+    _mm_setcsr(state | 0x8040u);  // FTZ (bit 15) + DAZ (bit 6)
+    return state;
+#elif defined(__aarch64__)
+    uint64_t state;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(state));
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(state | (UINT64_C(1) << 24)));  // FZ
+    return state;
+#else
+    return 0;
+#endif
+}
+
+void ck_denormals_restore(uint64_t state) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr((unsigned int)state);
+#elif defined(__aarch64__)
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(state));
+#else
+    (void)state;
+#endif
+}

@@ -34,7 +34,8 @@ final class ParallelRunner: @unchecked Sendable {
         withoutActuallyEscaping(body) { escapable in
             var piece = PieceBody(body: escapable)
             withUnsafeMutablePointer(to: &piece) { pointer in
-                pthreadpool_parallelize_1d(pool, runPiece, UnsafeMutableRawPointer(pointer), count, 0)
+                // Workers flush denormals like the calling thread (Interpreter.invoke).
+                pthreadpool_parallelize_1d(pool, runPiece, UnsafeMutableRawPointer(pointer), count, UInt32(PTHREADPOOL_FLAG_DISABLE_DENORMALS))
             }
         }
     }
