@@ -85,7 +85,9 @@ struct ResizeBilinear: Kernel {
             return (pos, lo, hi)
         }
         if let isa = context.instructionSet, mode == .float || mode == .uint8, b > 0, c > 0,
-           [inH, inW, c, outH, outW].allSatisfy({ $0 < Int(Int32.max) }), inH * inW * c < Int(Int32.max), outH * outW * c < Int(Int32.max) {
+           [inH, inW, c, outH, outW].allSatisfy({ $0 < Int(Int32.max) }),
+           let inputElements = ResizeSupport.product([inH, inW, c]), inputElements < Int(Int32.max),
+           let outputElements = ResizeSupport.product([outH, outW, c]), outputElements < Int(Int32.max) {
             let (fy, fy0, fy1) = floatAxis(outH, inH)
             let (fx, fx0, fx1) = floatAxis(outW, inW)
             return OptimizedResizeBilinearKernel(
@@ -204,6 +206,17 @@ struct ResizeBilinear: Kernel {
 
 /// Shared by the RESIZE_* kernels.
 enum ResizeSupport {
+    /// The product of non-negative sizes, or nil when it overflows Int.
+    static func product(_ values: [Int]) -> Int? {
+        var result = 1
+        for v in values {
+            let (p, overflow) = result.multipliedReportingOverflow(by: v)
+            if overflow { return nil }
+            result = p
+        }
+        return result
+    }
+
     /// A float that is already integral, as Int (saturating; NaN gives 0).
     static func integer(_ v: Float) -> Int {
         guard v.isFinite else { return v.isNaN ? 0 : (v > 0 ? Int(Int32.max) : Int(Int32.min)) }
