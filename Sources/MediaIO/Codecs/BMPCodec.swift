@@ -2,7 +2,7 @@
 /// (BI_RGB or BI_BITFIELDS), bottom-up or top-down. RLE compression is reported as unsupported.
 enum BMPCodec {
     static func decode(_ bytes: UnsafeRawBufferPointer, limits: ImageLimits) throws -> PixelBuffer {
-        func corrupt(_ what: String) -> ImageError { ImageError(.corrupt, "The BMP data is corrupt or truncated: \(what).") }
+        func corrupt(_ what: String) -> ImageError { ImageError(.corrupt, "The BMP data is corrupt or truncated: \(what). Re-export or re-download the image.") }
         func u16(_ o: Int) throws -> Int {
             guard o >= 0, o + 2 <= bytes.count else { throw corrupt("header ends early") }
             return Int(bytes[o]) | Int(bytes[o + 1]) << 8
@@ -44,6 +44,10 @@ enum BMPCodec {
             // Masks follow a 40-byte header, or sit inside a V4/V5 header.
             masks = (try u32(54), try u32(58), try u32(62))
             guard masks.r != 0, masks.g != 0, masks.b != 0 else { throw corrupt("zero colour masks") }
+            // A mask must be one run of bits (a channel value cannot be scaled otherwise).
+            for mask in [masks.r, masks.g, masks.b] where (mask >> UInt32(mask.trailingZeroBitCount)) & ((mask >> UInt32(mask.trailingZeroBitCount)) &+ 1) != 0 {
+                throw ImageError(.unsupportedFormat, "BMP colour mask 0x\(String(mask, radix: 16)) is not one contiguous run of bits; such images are not supported.")
+            }
         }
         // Palette for 1/4/8-bit images: entries of 4 bytes (3 for the OS/2 header), B, G, R.
         var palette: [(UInt8, UInt8, UInt8)] = []
