@@ -31,10 +31,11 @@ size_t ck_q8_params_count(int32_t channels) {
 }
 
 void ck_q8_params_pack(int32_t channels, const int32_t *bias, const int32_t *multipliers,
-                       const int32_t *shifts, int32_t rounding, int32_t *params) {
+                       const int32_t *shifts, int32_t rounding, int32_t output_zero_point, int32_t *params) {
     const int32_t blocks = (channels + CK_Q8_NR - 1) / CK_Q8_NR;
     for (int32_t b = 0; b < blocks; b++) {
         int32_t *p = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK;
+        memset(p + 96, 0, (CK_Q8_PARAMS_PER_BLOCK - 96) * sizeof(int32_t));
         for (int32_t j = 0; j < CK_Q8_NR; j++) {
             const int32_t c = b * CK_Q8_NR + j;
             int32_t bv = 0, m = 0, shift = 0;
@@ -62,6 +63,27 @@ void ck_q8_params_pack(int32_t channels, const int32_t *bias, const int32_t *mul
             p[48 + j] = right;
             p[64 + j] = aux1;
             p[80 + j] = aux2;
+            // Half-up in one 64-bit rounding shift (the AVX-512 epilogue): with P = (acc << left) * m,
+            //   ((h + 2^(r-1)) >> r) with h = (P + 2^30) >> 31 equals (P + 2^30 + 2^(30+r)) >> (31+r)
+            // (floor(floor(a/b)/c) = floor(a/(bc)) and floor(a/b) + k = floor((a + kb)/b)). The output
+            // zero point is folded in as zp * 2^(31+r) when that is exact: r >= 1 bounds |q| by 2^30 + 1,
+            // so q + zp cannot wrap in int32 (as the reference's add would), and r <= 22, |zp| <= 256
+            // keep |P| < 2^62 plus the nudge inside int64. Padding lanes (c >= channels) count as folded.
+            int64_t nudge = (INT64_C(1) << 30) + (right > 0 ? (INT64_C(1) << (30 + right)) : 0);
+            const int32_t foldable = c >= channels || (right >= 1 && right <= 22 && output_zero_point >= -256 &&
+                                                       output_zero_point <= 256);
+            if (foldable && c < channels) nudge += (int64_t)output_zero_point * (INT64_C(1) << (31 + right));
+            const int64_t shift64 = 31 + right;
+            int32_t *nudges = p + 96 + (j & 1) * 16, *shifts64 = p + 128 + (j & 1) * 16;
+            memcpy(nudges + (j >> 1) * 2, &nudge, sizeof nudge);
+            memcpy(shifts64 + (j >> 1) * 2, &shift64, sizeof shift64);
+            p[160 + j] = foldable ? 0 : output_zero_point;
+            // Half away from zero (the reference rounding) in the same shift: for h < 0, that is for
+            // P < -2^30, ties round down, (h + 2^(r-1) - 1) >> r: the nudge minus 2^31 when r >= 1.
+            const int64_t negative_adjust = right > 0 ? -(INT64_C(1) << 31) : 0;
+            memcpy(p + 192 + (j & 1) * 16 + (j >> 1) * 2, &negative_adjust, sizeof negative_adjust);
+            if (left != 0) p[176] = 1;
+            if (!foldable) p[177] = 1;
         }
     }
 }
@@ -327,8 +349,11 @@ Q8_TARGET_AVX2 static void q8_tile_avx2_1(const q8_tile_args *a) { q8_tile_avx2_
 /// One block's requantization constants in registers (loaded once per tile: the byte stores of
 /// the epilogue may alias the parameters, so the compiler would reload them per row otherwise).
 typedef struct {
-    __m512i m, m_odd, left, right, a1, a2, zp, lo, hi;
-    int32_t half_up;
+    __m512i m, m_odd, left, zp, lo, hi;
+    /// The 64-bit nudges, shifts and negative-product adjustments of the even and odd lanes (see
+    /// ck_q8_params_pack).
+    __m512i nudge_even, nudge_odd, shift_even, shift_odd, adjust_even, adjust_odd;
+    int32_t half_up, has_left, add_zp;
 } q8_rq512;
 
 #define Q8_REQUANT512(TARGET, NAME)                                                                    \
@@ -337,32 +362,45 @@ typedef struct {
         r.m = _mm512_loadu_si512(p + 16);                                                              \
         r.m_odd = _mm512_srli_epi64(r.m, 32);                                                          \
         r.left = _mm512_loadu_si512(p + 32);                                                           \
-        r.right = _mm512_loadu_si512(p + 48);                                                          \
-        r.a1 = _mm512_loadu_si512(p + 64);                                                             \
-        r.a2 = _mm512_loadu_si512(p + 80);                                                             \
-        r.zp = _mm512_set1_epi32(o->zero_point);                                                       \
         r.lo = _mm512_set1_epi32(o->act_min);                                                          \
         r.hi = _mm512_set1_epi32(o->act_max);                                                          \
         r.half_up = o->rounding == CK_Q8_ROUND_HALF_UP;                                                \
+        r.nudge_even = _mm512_loadu_si512(p + 96);                                                     \
+        r.nudge_odd = _mm512_loadu_si512(p + 112);                                                     \
+        r.shift_even = _mm512_loadu_si512(p + 128);                                                    \
+        r.shift_odd = _mm512_loadu_si512(p + 144);                                                     \
+        r.zp = _mm512_loadu_si512(p + 160);                                                            \
+        r.has_left = p[176];                                                                           \
+        r.add_zp = p[177];                                                                             \
+        r.adjust_even = _mm512_loadu_si512(p + 192);                                                   \
+        r.adjust_odd = _mm512_loadu_si512(p + 208);                                                    \
         return r;                                                                                      \
     }                                                                                                  \
     TARGET Q8_INLINE __m512i NAME(__m512i x, const q8_rq512 *r) {                                      \
-        x = _mm512_sllv_epi32(x, r->left);                                                             \
-        const __m512i nudge = _mm512_set1_epi64(INT64_C(1) << 30);                                     \
-        const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(x, r->m), nudge);                         \
-        const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd), nudge); \
-        const __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(pe, 31),        \
-                                                  _mm512_slli_epi64(po, 1));                           \
-        __m512i q = _mm512_srav_epi32(h, r->right);                                                    \
+        if (r->has_left) x = _mm512_sllv_epi32(x, r->left);                                            \
         if (r->half_up) {                                                                              \
-            q = _mm512_add_epi32(q, _mm512_and_si512(_mm512_srav_epi32(h, r->a1), r->a2));             \
-        } else {                                                                                       \
-            const __m512i rem = _mm512_and_si512(h, r->a1);                                            \
-            const __m512i thr = _mm512_sub_epi32(r->a2, _mm512_srai_epi32(h, 31));                     \
-            const __mmask16 up = _mm512_cmpgt_epi32_mask(rem, thr);                                    \
-            q = _mm512_mask_add_epi32(q, up, q, _mm512_set1_epi32(1));                                 \
+            /* One rounding shift per 64-bit product (ck_q8_params_pack); the odd lanes' results */    \
+            /* move to the high halves with a masked vpshufd. */                                      \
+            const __m512i pe = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, r->m), r->nudge_even), r->shift_even); \
+            const __m512i po = _mm512_srav_epi64(                                                      \
+                _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd), r->nudge_odd), r->shift_odd); \
+            __m512i q = _mm512_mask_shuffle_epi32(pe, (__mmask16)0xAAAA, po, (_MM_PERM_ENUM)0xA0);     \
+            if (r->add_zp) q = _mm512_add_epi32(q, r->zp);                                             \
+            q = _mm512_max_epi32(q, r->lo);                                                            \
+            return _mm512_min_epi32(q, r->hi);                                                         \
         }                                                                                              \
-        q = _mm512_add_epi32(q, r->zp);                                                                \
+        /* Half away from zero: the nudge drops by 2^31 where P < -2^30 (h < 0). */                   \
+        const __m512i limit = _mm512_set1_epi64(-(INT64_C(1) << 30));                                  \
+        __m512i pe = _mm512_mul_epi32(x, r->m);                                                        \
+        const __mmask8 ne = _mm512_cmplt_epi64_mask(pe, limit);                                        \
+        pe = _mm512_add_epi64(pe, r->nudge_even);                                                      \
+        pe = _mm512_srav_epi64(_mm512_mask_add_epi64(pe, ne, pe, r->adjust_even), r->shift_even);      \
+        __m512i po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), r->m_odd);                             \
+        const __mmask8 no = _mm512_cmplt_epi64_mask(po, limit);                                        \
+        po = _mm512_add_epi64(po, r->nudge_odd);                                                       \
+        po = _mm512_srav_epi64(_mm512_mask_add_epi64(po, no, po, r->adjust_odd), r->shift_odd);        \
+        __m512i q = _mm512_mask_shuffle_epi32(pe, (__mmask16)0xAAAA, po, (_MM_PERM_ENUM)0xA0);         \
+        if (r->add_zp) q = _mm512_add_epi32(q, r->zp);                                                 \
         q = _mm512_max_epi32(q, r->lo);                                                                \
         return _mm512_min_epi32(q, r->hi);                                                             \
     }
@@ -465,6 +503,10 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
 //   sum (a - za)(w - zw) = sum a*s - za*sum(s) + d*(sum(a) - K*za), d = 128 - zw.
 // int8 input: weights v = w + 128 are the unsigned operand, activations the signed one, and
 //   sum (a - za)(w - zw) = sum a*v - za*sum(v) - c*(sum(a) - K*za), c = 128 + zw.
+// int8 input with zw = 0 (per-channel int8 weights) and at most 32 products per output: the
+//   activations flipped, a' = a ^ 0x80 = a + 128, are the unsigned operand and the weights the
+//   signed one as they are, so sum (a - za) w = sum a'*w - (128 + za)*sum(w): no per-pixel term
+//   (which costs as much as the products for so few), one vpxord per broadcast instead.
 // Taps outside the image read za (contributing 0); sum(a) per output pixel is taken over its taps
 // (vpsadbw) while the tile's pointers are built; the per-channel terms are folded into the bias.
 
@@ -474,8 +516,15 @@ size_t ck_conv_q8b_packed_count(const ck_conv_geometry *g) {
     return blocks * CK_Q8_NR * taps * (size_t)ck_q8b_padded_channels(g->in_c);
 }
 
-/// The byte-path operand of weight `w`: w - 128 (uint8 models) or w + 128 (int8 models).
-static inline int32_t q8b_weight(const void *filter, int32_t is_signed, size_t at) {
+/// Whether the int8 scheme without per-pixel terms applies (see above).
+static inline int32_t q8b_flipped(const ck_conv_geometry *g, int32_t is_signed, int32_t filter_zero_point) {
+    return is_signed && filter_zero_point == 0 && (int64_t)g->k_h * g->k_w * ck_q8b_padded_channels(g->in_c) <= 32;
+}
+
+/// The byte-path operand of weight `w`: w - 128 (uint8 models), w (int8 models with zw = 0) or
+/// w + 128 (other int8 models).
+static inline int32_t q8b_weight(const void *filter, int32_t is_signed, int32_t flipped, size_t at) {
+    if (flipped) return (int32_t)((const int8_t *)filter)[at];
     return is_signed ? (int32_t)((const int8_t *)filter)[at] + 128 : (int32_t)((const uint8_t *)filter)[at] - 128;
 }
 
@@ -488,6 +537,7 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
                       int32_t input_zero_point, int8_t *packed, int32_t *params) {
     const int32_t taps = g->k_h * g->k_w, k = g->in_c, kq = ck_q8b_padded_channels(k);
     const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
+    const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
     int8_t *dst = packed;
     for (int32_t b = 0; b < blocks; b++) {
         for (int32_t t = 0; t < taps; t++) {
@@ -497,7 +547,7 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
                     for (int32_t e = 0; e < 4; e++) {
                         const int32_t i = i0 + e;
                         int32_t v = 0;
-                        if (oc < g->out_c && i < k) v = q8b_weight(filter, is_signed, ((size_t)oc * taps + t) * k + i);
+                        if (oc < g->out_c && i < k) v = q8b_weight(filter, is_signed, flipped, ((size_t)oc * taps + t) * k + i);
                         *dst++ = (int8_t)(uint8_t)v;
                     }
                 }
@@ -509,9 +559,10 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
     const uint32_t K = (uint32_t)taps * (uint32_t)k;
     for (int32_t oc = 0; oc < g->out_c; oc++) {
         uint32_t sum = 0;
-        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)q8b_weight(filter, is_signed, (size_t)oc * K + i);
+        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)q8b_weight(filter, is_signed, flipped, (size_t)oc * K + i);
         int32_t *bias = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
-        *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
+        if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
+        else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
     }
 }
 
@@ -589,12 +640,18 @@ Q8_TARGET_VNNI Q8_INLINE __m512i q8b_bytes_sad(const int SIGNED, __m512i sums, c
     return sums;
 }
 
-/// SIGNED: int8 activations (the signed operand, weights unsigned); else uint8 activations.
-Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int SIGNED, const int MR, const q8b_tile_args *a) {
+/// One vpdpbusd of broadcast activations `xv` and weights `wv` for MODE 0 (uint8 activations, the
+/// unsigned operand), 1 (int8 activations, the signed operand) or 2 (int8 activations flipped to
+/// unsigned; no row terms).
+#define Q8B_DOT(MODE, acc, xv, wv)                                                                      \
+    ((MODE) == 1 ? _mm512_dpbusd_epi32(acc, wv, xv)                                                    \
+                 : _mm512_dpbusd_epi32(acc, (MODE) == 2 ? _mm512_xor_si512(xv, _mm512_set1_epi8((char)0x80)) : (xv), wv))
+
+Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const q8b_tile_args *a) {
     __m512i acc[Q8_MAX_MR];
     const __m512i bias = _mm512_loadu_si512(a->params);
     Q8_UNROLL
-    for (int m = 0; m < MR; m++) acc[m] = _mm512_add_epi32(bias, _mm512_set1_epi32((int32_t)a->row_terms[m]));
+    for (int m = 0; m < MR; m++) acc[m] = MODE == 2 ? bias : _mm512_add_epi32(bias, _mm512_set1_epi32((int32_t)a->row_terms[m]));
     const int8_t *w = a->w;
     for (int32_t t = 0; t < a->taps; t++) {
         const uint8_t *x[Q8_MAX_MR];
@@ -604,7 +661,7 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int SIGNED, const int MR, cons
             w += 4 * CK_Q8_NR;
             for (int m = 0; m < MR; m++) {
                 const __m512i xv = _mm512_set1_epi32(q8b_ld32(x[m] + 4 * p));
-                acc[m] = SIGNED ? _mm512_dpbusd_epi32(acc[m], wv, xv) : _mm512_dpbusd_epi32(acc[m], xv, wv);
+                acc[m] = Q8B_DOT(MODE, acc[m], xv, wv);
             }
         }
     }
@@ -617,6 +674,56 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int SIGNED, const int MR, cons
         else _mm512_mask_cvtepi32_storeu_epi8(a->c + (size_t)m * a->ldc, mask, r);
     }
 }
+/// NB (2 or 3) consecutive blocks of 16 channels for MR rows (the blocks' weights `block_stride`
+/// bytes apart, their parameters one block apart, their outputs 16 bytes apart; only the last may be
+/// partial, with `nr_last` channels): each broadcast activation feeds NB vpdpbusd.
+Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const int NB, const q8b_tile_args *a,
+                                             size_t block_stride, int32_t nr_last) {
+    __m512i acc[3][Q8_MAX_MR];
+    Q8_UNROLL
+    for (int j = 0; j < NB; j++) {
+        const __m512i bias = _mm512_loadu_si512(a->params + j * CK_Q8_PARAMS_PER_BLOCK);
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) acc[j][m] = MODE == 2 ? bias : _mm512_add_epi32(bias, _mm512_set1_epi32((int32_t)a->row_terms[m]));
+    }
+    const int8_t *w = a->w;
+    for (int32_t t = 0; t < a->taps; t++) {
+        const uint8_t *x[Q8_MAX_MR];
+        for (int m = 0; m < MR; m++) x[m] = a->ptrs[t * MR + m];
+        for (int32_t p = 0; p < a->kquads; p++) {
+            __m512i wv[3];
+            Q8_UNROLL
+            for (int j = 0; j < NB; j++) wv[j] = _mm512_loadu_si512(w + j * block_stride);
+            w += 4 * CK_Q8_NR;
+            Q8_UNROLL
+            for (int m = 0; m < MR; m++) {
+                __m512i xv = _mm512_set1_epi32(q8b_ld32(x[m] + 4 * p));
+                if (MODE == 2) xv = _mm512_xor_si512(xv, _mm512_set1_epi8((char)0x80));
+                Q8_UNROLL
+                for (int j = 0; j < NB; j++) acc[j][m] = Q8B_DOT(MODE == 2 ? 0 : MODE, acc[j][m], xv, wv[j]);
+            }
+        }
+    }
+    const __mmask16 mask = (__mmask16)((1u << nr_last) - 1u);
+    Q8_UNROLL
+    for (int j = 0; j < NB; j++) {
+        const q8_rq512 rq = q8_requant_vnni_load(a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out);
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) {
+            const __m512i r = q8_requant_vnni(acc[j][m], &rq);
+            uint8_t *dst = a->c + (size_t)m * a->ldc + j * CK_Q8_NR;
+            if (j < NB - 1 || nr_last == CK_Q8_NR) _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(r));
+            else _mm512_mask_cvtepi32_storeu_epi8(dst, mask, r);
+        }
+    }
+}
+Q8_TARGET_VNNI static void q8b_tile2_u8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(0, 8, 2, a, stride, nr); }
+Q8_TARGET_VNNI static void q8b_tile2_s8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(1, 8, 2, a, stride, nr); }
+Q8_TARGET_VNNI static void q8b_tile3_u8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(0, 8, 3, a, stride, nr); }
+Q8_TARGET_VNNI static void q8b_tile3_s8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(1, 8, 3, a, stride, nr); }
+Q8_TARGET_VNNI static void q8b_tile2_f8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(2, 8, 2, a, stride, nr); }
+Q8_TARGET_VNNI static void q8b_tile3_f8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(2, 8, 3, a, stride, nr); }
+
 Q8_TARGET_VNNI static void q8b_tile_u8(const q8b_tile_args *a) { q8b_tile_body(0, 8, a); }
 Q8_TARGET_VNNI static void q8b_tile_u4(const q8b_tile_args *a) { q8b_tile_body(0, 4, a); }
 Q8_TARGET_VNNI static void q8b_tile_u2(const q8b_tile_args *a) { q8b_tile_body(0, 2, a); }
@@ -625,6 +732,10 @@ Q8_TARGET_VNNI static void q8b_tile_s8(const q8b_tile_args *a) { q8b_tile_body(1
 Q8_TARGET_VNNI static void q8b_tile_s4(const q8b_tile_args *a) { q8b_tile_body(1, 4, a); }
 Q8_TARGET_VNNI static void q8b_tile_s2(const q8b_tile_args *a) { q8b_tile_body(1, 2, a); }
 Q8_TARGET_VNNI static void q8b_tile_s1(const q8b_tile_args *a) { q8b_tile_body(1, 1, a); }
+Q8_TARGET_VNNI static void q8b_tile_f8(const q8b_tile_args *a) { q8b_tile_body(2, 8, a); }
+Q8_TARGET_VNNI static void q8b_tile_f4(const q8b_tile_args *a) { q8b_tile_body(2, 4, a); }
+Q8_TARGET_VNNI static void q8b_tile_f2(const q8b_tile_args *a) { q8b_tile_body(2, 2, a); }
+Q8_TARGET_VNNI static void q8b_tile_f1(const q8b_tile_args *a) { q8b_tile_body(2, 1, a); }
 
 /// Row terms: the coefficient times the sum of every tap's bytes (pads included).
 Q8_TARGET_VNNI static void q8b_row_terms(int32_t is_signed, const uint8_t *const *ptrs, int32_t taps, int32_t mr,
@@ -659,7 +770,9 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
     typedef void (*fn)(const q8b_tile_args *);
     const fn unsigned_tiles[4] = {q8b_tile_u8, q8b_tile_u4, q8b_tile_u2, q8b_tile_u1};
     const fn signed_tiles[4] = {q8b_tile_s8, q8b_tile_s4, q8b_tile_s2, q8b_tile_s1};
-    const fn *tiles = is_signed ? signed_tiles : unsigned_tiles;
+    const fn flipped_tiles[4] = {q8b_tile_f8, q8b_tile_f4, q8b_tile_f2, q8b_tile_f1};
+    const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
+    const fn *tiles = flipped ? flipped_tiles : is_signed ? signed_tiles : unsigned_tiles;
     const int32_t sizes[4] = {8, 4, 2, 1};
     const size_t block_stride = (size_t)CK_Q8_NR * (size_t)taps * (size_t)kq;
     const uint8_t *ptrs[Q8_MAX_TAPS * Q8_MAX_MR];
@@ -680,7 +793,9 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
         int32_t kind = 0;
         while (kind < 3 && sizes[kind] > remaining) kind++;
         const int32_t mr = sizes[kind];
-        if (pixel_sums) {
+        if (flipped) {
+            q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, NULL, 0, NULL);
+        } else if (pixel_sums) {
             q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, pixel_sums,
                              (uint32_t)g->in_c * (uint32_t)input_zero_point, row_terms);
             for (int32_t m = 0; m < mr; m++) row_terms[m] *= coefficient;
@@ -693,6 +808,22 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
             a.w = packed + (size_t)b * block_stride;
             a.params = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK;
             a.c = dst + (size_t)p * g->out_c + (size_t)b * CK_Q8_NR;
+            if (mr == 8 && b + 1 < block_end) {
+                // Two or three full-height blocks at once (only the last block of the layer is partial).
+                const int32_t nb = b + 2 < block_end ? 3 : 2;
+                const int32_t nr_last = q8_min(CK_Q8_NR, g->out_c - (b + nb - 1) * CK_Q8_NR);
+                if (nb == 3) {
+                    if (flipped) q8b_tile3_f8(&a, block_stride, nr_last);
+                    else if (is_signed) q8b_tile3_s8(&a, block_stride, nr_last);
+                    else q8b_tile3_u8(&a, block_stride, nr_last);
+                } else {
+                    if (flipped) q8b_tile2_f8(&a, block_stride, nr_last);
+                    else if (is_signed) q8b_tile2_s8(&a, block_stride, nr_last);
+                    else q8b_tile2_u8(&a, block_stride, nr_last);
+                }
+                b += nb - 1;
+                continue;
+            }
             tiles[kind](&a);
         }
         p += mr;
@@ -738,6 +869,12 @@ typedef struct {
     const ck_q8_output *out;
     int32_t taps;
     const int32_t *in_off, *w_off;
+    /// AVX-512 paths (ck_dwconv_q8_prepare): every tap's input pixel (or the zero-point pad) and
+    /// the bytes between the pixels of consecutive outputs (0 for the pad).
+    uintptr_t tap_base;
+    const uintptr_t *tap_addr;
+    const int32_t *tap_steps;
+    int32_t cp;
     uint8_t *dst;
     /// Consecutive output pixels with the same valid taps (1, or 4 for the AVX-512 variants), and
     /// the input elements between them.
@@ -843,37 +980,35 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_body(const int SIGNED, const q8_dw_args
 Q8_TARGET_AVX2 static void q8_dw_avx2_u(const q8_dw_args *a) { q8_dw_avx2_body(0, a); }
 Q8_TARGET_AVX2 static void q8_dw_avx2_s(const q8_dw_args *a) { q8_dw_avx2_body(1, a); }
 
-// NB blocks of 16 channels (the last one partial when TAIL) for PX pixels. The input zero point
-// is not subtracted per product: with u = x (uint8) or x + 128 (int8) zero-extended to int32 lanes
-// whose high int16 is 0, vpmaddwd / vpdpwssd against int32 weights give u * w exactly, and
-// sum (x - zp) w = sum u w - zu sum w, with the weight sum over the valid taps taken once.
+// NB blocks of 16 channels (the last one partial when TAIL) for PX pixels, on weights prepared by
+// ck_dwconv_q8_prepare: each weight (w - filter zero point) in the low int16 of its int32 lane,
+// the high int16 0, so vpmaddwd / vpdpwssd of the sign- (int8) or zero- (uint8) extended raw input
+// x against it give x * w exactly; -input_zero_point * (sum of the weights of every tap) is in the
+// bias, and taps outside the image read a pad of the input zero point (contributing 0).
 #define Q8_DW512(TARGET, NAME, DOT, REQUANT)                                                          \
     TARGET Q8_INLINE __m512i NAME##_load(const int SIGNED, const int PARTIAL, __mmask16 mask, const uint8_t *x) { \
-        __m128i xb = PARTIAL ? _mm_maskz_loadu_epi8(mask, x) : _mm_loadu_si128((const __m128i *)x);   \
-        if (SIGNED) xb = _mm_xor_si128(xb, _mm_set1_epi8((char)0x80));                                \
-        return _mm512_cvtepu8_epi32(xb);                                                              \
+        const __m128i xb = PARTIAL ? _mm_maskz_loadu_epi8(mask, x) : _mm_loadu_si128((const __m128i *)x); \
+        return SIGNED ? _mm512_cvtepi8_epi32(xb) : _mm512_cvtepu8_epi32(xb);                          \
     }                                                                                                 \
     TARGET Q8_INLINE void NAME##_group(const int SIGNED, const int NB, const int TAIL, const int PX,  \
                                        const q8_dw_args *a, int32_t c0) {                             \
         const int32_t C = a->g->in_c;                                                                 \
-        __m512i acc[4][4], wsum[4];                                                                   \
+        __m512i acc[4][4];                                                                            \
         __mmask16 tail_mask = 0xFFFF;                                                                 \
         if (TAIL) tail_mask = (__mmask16)((1u << (C - c0 - 16 * (NB - 1))) - 1u);                     \
         for (int j = 0; j < NB; j++) {                                                                \
             const __m512i bias = _mm512_loadu_si512(a->params + (size_t)(c0 / CK_Q8_NR + j) * CK_Q8_PARAMS_PER_BLOCK); \
             for (int q = 0; q < PX; q++) acc[q][j] = bias;                                            \
-            wsum[j] = _mm512_setzero_si512();                                                         \
         }                                                                                             \
-        const __m512i zp = _mm512_set1_epi32(a->input_zero_point + (SIGNED ? 128 : 0));               \
         for (int32_t t = 0; t < a->taps; t++) {                                                       \
-            const uint8_t *x = a->input + a->in_off[t] + c0;                                          \
-            const int32_t *w = a->packed + a->w_off[t] + c0;                                          \
+            const uint8_t *x = (const uint8_t *)(a->tap_base + a->tap_addr[t]) + c0;                  \
+            const size_t step = (size_t)a->tap_steps[t];                                              \
+            const int32_t *w = a->packed + (size_t)t * (size_t)a->cp + c0;                            \
             for (int j = 0; j < NB; j++) {                                                            \
                 const int partial = TAIL && j == NB - 1;                                              \
                 const __m512i wv = _mm512_loadu_si512(w + 16 * j);                                    \
-                wsum[j] = _mm512_add_epi32(wsum[j], wv);                                              \
                 for (int q = 0; q < PX; q++) {                                                        \
-                    const __m512i xv = NAME##_load(SIGNED, partial, tail_mask, x + (size_t)q * a->pixel_step + 16 * j); \
+                    const __m512i xv = NAME##_load(SIGNED, partial, tail_mask, x + (size_t)q * step + 16 * j); \
                     acc[q][j] = DOT(acc[q][j], xv, wv);                                               \
                 }                                                                                     \
             }                                                                                         \
@@ -882,9 +1017,8 @@ Q8_TARGET_AVX2 static void q8_dw_avx2_s(const q8_dw_args *a) { q8_dw_avx2_body(1
         for (int j = 0; j < NB; j++) {                                                                \
             const int partial = TAIL && j == NB - 1;                                                  \
             const q8_rq512 rq = REQUANT##_load(a->params + (size_t)(c0 / CK_Q8_NR + j) * CK_Q8_PARAMS_PER_BLOCK, a->out); \
-            const __m512i correction = _mm512_mullo_epi32(wsum[j], zp);                               \
             for (int q = 0; q < PX; q++) {                                                            \
-                const __m512i r = REQUANT(_mm512_sub_epi32(acc[q][j], correction), &rq);              \
+                const __m512i r = REQUANT(acc[q][j], &rq);                                            \
                 if (partial) _mm512_mask_cvtepi32_storeu_epi8(a->dst + (size_t)q * C + c0 + 16 * j, tail_mask, r); \
                 else _mm_storeu_si128((__m128i *)(a->dst + (size_t)q * C + c0 + 16 * j), _mm512_cvtepi32_epi8(r)); \
             }                                                                                         \
@@ -919,9 +1053,26 @@ Q8_DW512(Q8_TARGET_VNNI, q8_dw_vnni, Q8_DOT_VNNI, q8_requant_vnni)
 
 typedef void (*q8_dw_fn)(const q8_dw_args *);
 
+void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t input_zero_point, int32_t *packed,
+                          int32_t *params) {
+    if (isa < CK_ISA_AVX512) return;
+    const int32_t taps = g->k_h * g->k_w, C = g->in_c;
+    const int32_t cp = (C + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
+    for (int32_t c = 0; c < C; c++) {
+        uint32_t sum = 0;
+        for (int32_t t = 0; t < taps; t++) {
+            int32_t *w = packed + (size_t)t * cp + c;
+            sum += (uint32_t)*w;
+            *w = (int32_t)(uint32_t)(uint16_t)(int16_t)*w;
+        }
+        int32_t *bias = params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + c % CK_Q8_NR;
+        *bias = (int32_t)((uint32_t)*bias - (uint32_t)input_zero_point * sum);
+    }
+}
+
 void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed,
                   int32_t input_zero_point, const int32_t *packed, const int32_t *params,
-                  const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end) {
+                  const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end, const uint8_t *pad) {
     const int32_t taps = g->k_h * g->k_w, C = g->in_c;
     if (taps <= 0 || taps > Q8_MAX_TAPS) return;
     const int32_t cp = (C + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
@@ -935,6 +1086,10 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     (void)isa;
 #endif
     int32_t in_off[Q8_MAX_TAPS], w_off[Q8_MAX_TAPS];
+    // AVX-512 variants: a window inside the image reads base + interior_addr[t] (byte offsets of
+    // the taps from its top-left pixel); others the addresses of border_addr (tap_base 0).
+    uintptr_t interior_addr[Q8_MAX_TAPS], border_addr[Q8_MAX_TAPS];
+    int32_t interior_steps[Q8_MAX_TAPS], border_steps[Q8_MAX_TAPS];
     q8_dw_args a;
     a.g = g;
     a.input = (const uint8_t *)input;
@@ -945,13 +1100,46 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     a.in_off = in_off;
     a.w_off = w_off;
     a.pixel_step = g->stride_w * C;
+    a.cp = cp;
+    const int32_t span_h = (g->k_h - 1) * g->dil_h, span_w = (g->k_w - 1) * g->dil_w;
+    for (int32_t ky = 0, t = 0; ky < g->k_h; ky++) {
+        for (int32_t kx = 0; kx < g->k_w; kx++, t++) {
+            interior_addr[t] = (uintptr_t)(((size_t)ky * (size_t)g->dil_h * (size_t)g->in_w + (size_t)kx * (size_t)g->dil_w) * (size_t)C);
+            interior_steps[t] = a.pixel_step;
+        }
+    }
     for (int32_t oy = row_begin; oy < row_end; oy++) {
         const int32_t iy0 = oy * g->stride_h - g->pad_top;
+        const int32_t rows_inside = iy0 >= 0 && iy0 + span_h < g->in_h;
         int32_t ox = 0;
         while (ox < g->out_w) {
             const int32_t ix0 = ox * g->stride_w - g->pad_left;
             int32_t n = 0;
-            for (int32_t ky = 0; ky < g->k_h; ky++) {
+            if (blocked && rows_inside && ix0 >= 0 && ix0 + span_w < g->in_w) {
+                a.tap_base = (uintptr_t)(a.input + ((size_t)iy0 * (size_t)g->in_w + (size_t)ix0) * (size_t)C);
+                a.tap_addr = interior_addr;
+                a.tap_steps = interior_steps;
+                n = taps;
+            } else if (blocked) {
+                a.tap_base = 0;
+                a.tap_addr = border_addr;
+                a.tap_steps = border_steps;
+                // Every tap: the pad outside the image (the same for the block's pixels, whose
+                // columns are all inside when there are four).
+                for (int32_t ky = 0; ky < g->k_h; ky++) {
+                    const int32_t iy = iy0 + ky * g->dil_h;
+                    for (int32_t kx = 0; kx < g->k_w; kx++, n++) {
+                        const int32_t ix = ix0 + kx * g->dil_w;
+                        if (iy < 0 || iy >= g->in_h || ix < 0 || ix >= g->in_w) {
+                            border_addr[n] = (uintptr_t)pad;
+                            border_steps[n] = 0;
+                        } else {
+                            border_addr[n] = (uintptr_t)(a.input + (size_t)(iy * g->in_w + ix) * (size_t)C);
+                            border_steps[n] = a.pixel_step;
+                        }
+                    }
+                }
+            } else for (int32_t ky = 0; ky < g->k_h; ky++) {
                 const int32_t iy = iy0 + ky * g->dil_h;
                 if (iy < 0 || iy >= g->in_h) continue;
                 for (int32_t kx = 0; kx < g->k_w; kx++) {

@@ -174,6 +174,46 @@ final class OptimizedQuantizedKernelTests: XCTestCase {
         }
     }
 
+    // MARK: Wider tiles
+
+    /// Shapes that reach the byte path's multi-block tiles (2 and 3 blocks of 16 channels per 8
+    /// output pixels, the last block partial or full) and the depthwise AVX-512 pad path over whole
+    /// 4-pixel groups with rows outside the image (SAME padding, extreme input zero points).
+    func testWideTilesMatchReference() throws {
+        var rng = SeededGenerator(seed: 0x3B10C5)
+        for (index, outChannels) in [32, 33, 40, 48, 64, 81, 96].enumerated() {
+            let type: ElementType = index % 2 == 0 ? .int8 : .uint8
+            var q = Quantized(type: type, rng: rng)
+            let kernel = index % 3 == 0 ? 3 : 1
+            let stride = index % 3 == 0 ? 2 : 1
+            let inChannels = [3, 16, 24, 8][index % 4]
+            let inputScale: Float = 0.02
+            let input = q.tensor(shape: [1, 13, 11, inChannels], scale: inputScale, zeroPoint: q.zeroPoint())
+            let filter = q.weights(shape: [outChannels, kernel, kernel, inChannels], channels: outChannels, dimension: 0)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(kernel * kernel * inChannels).squareRoot())
+            try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(.same, stride: (stride, stride), activation: q.activation()),
+                                       [input, filter, q.bias(outChannels)], output, "wide conv \(type) \(inChannels) → \(outChannels) k\(kernel)")
+            let fcInput = q.tensor(shape: [19, inChannels * 4], scale: inputScale, zeroPoint: q.zeroPoint())
+            let fcWeights = q.weights(shape: [outChannels, inChannels * 4], channels: outChannels, dimension: 0)
+            let fcOutput = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(inChannels * 4).squareRoot())
+            try assertMatchesReference(.fullyConnected, ConvolutionKernelTests.fullyConnected(activation: q.activation()),
+                                       [fcInput, fcWeights, q.bias(outChannels)], fcOutput, "wide fully connected \(type) → \(outChannels)")
+            for zeroPoint: Int64 in type == .int8 ? [-128, 127, 5] : [0, 255, 131] {
+                let channels = outChannels + index
+                let dwInput = q.tensor(shape: [2, 9, 14, channels], scale: inputScale, zeroPoint: zeroPoint)
+                let dwFilter = q.weights(shape: [1, 3, 3, channels], channels: channels, dimension: 3)
+                let dwOutput = q.outputSpec(accumulatorScale: inputScale * 0.01 * 3)
+                for stride in [1, 2] {
+                    try assertMatchesReference(.depthwiseConv2D,
+                                               ConvolutionKernelTests.depthwise(.same, stride: (stride, stride), activation: q.activation()),
+                                               [dwInput, dwFilter, q.bias(channels)], dwOutput,
+                                               "wide depthwise \(type) zp \(zeroPoint) \(channels) s\(stride)")
+                }
+            }
+            rng = q.rng
+        }
+    }
+
     // MARK: Shapes the optimized kernels leave to the reference kernels
 
     /// A dilation far beyond the image (SAME padding: every tap but the centre is outside) or

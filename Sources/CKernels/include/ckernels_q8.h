@@ -24,9 +24,12 @@ extern "C" {
 
 /// Output channels per packed block.
 #define CK_Q8_NR 16
-/// int32 values of requantization parameters per block of CK_Q8_NR channels (6 arrays of 16:
-/// bias, multiplier, left shift, right shift and two rounding constants).
-#define CK_Q8_PARAMS_PER_BLOCK 96
+/// int32 values of requantization parameters per block of CK_Q8_NR channels: 6 arrays of 16
+/// (bias, multiplier, left shift, right shift and two rounding constants), then for the AVX-512
+/// epilogue (one 64-bit rounding shift) the nudges and shifts of the even and odd lanes (4 x 16),
+/// the output zero point per lane (0 where folded into the nudge), 2 flags (any left shift, any
+/// zero point to add) in 16 values, and the nudge adjustments of negative products (2 x 16).
+#define CK_Q8_PARAMS_PER_BLOCK 224
 
 /// How MultiplyByQuantizedMultiplier rounds the final right shift.
 typedef enum {
@@ -48,9 +51,10 @@ typedef struct {
 size_t ck_q8_params_count(int32_t channels);
 
 /// Packs per-channel bias (nullable), multipliers and shifts (TFLite QuantizeMultiplier: positive =
-/// left) for `rounding` into `params` (ck_q8_params_count values).
+/// left) for `rounding` and the op's output zero point (the same as the ck_q8_output given to the
+/// kernels) into `params` (ck_q8_params_count values).
 void ck_q8_params_pack(int32_t channels, const int32_t *bias, const int32_t *multipliers,
-                       const int32_t *shifts, int32_t rounding, int32_t *params);
+                       const int32_t *shifts, int32_t rounding, int32_t output_zero_point, int32_t *params);
 
 /// Input channels as converted (rounded up to even: int16 pairs).
 static inline int32_t ck_q8_padded_channels(int32_t in_c) { return (in_c + 1) & ~1; }
@@ -83,8 +87,10 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
 // the int16 path's work per instruction), exact through constant corrections (see conv_q8.c):
 // the raw activations are one operand, the weights shifted by 128 the other; the zero-point terms
 // are folded into the bias, and a per-output-pixel term (the sum of the activations its taps read)
-// is added in the tile. Taps outside the image read a buffer of the input zero point. The input
-// is read in place when in_c is a multiple of 4, else from a copy padded to 4 channels.
+// is added in the tile (int8 with filter zero point 0 and at most 32 products per output: the
+// activations flipped to unsigned by a vpxord instead, with no per-pixel term). Taps outside the
+// image read a buffer of the input zero point. The input is read in place when in_c is a multiple
+// of 4, else from a copy padded to 4 channels.
 
 /// Input channels of the byte path's pixels (rounded up to 4: vpdpbusd quads).
 static inline int32_t ck_q8b_padded_channels(int32_t in_c) { return (in_c + 3) & ~3; }
@@ -121,10 +127,19 @@ size_t ck_dwconv_q8_packed_count(const ck_conv_geometry *g);
 void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                        int32_t filter_zero_point, int32_t *packed);
 
-/// Computes output rows [row_begin, row_end) of one image from the raw uint8/int8 input.
+/// For the AVX-512 variants (`isa` >= CK_ISA_AVX512; nothing otherwise), after ck_dwconv_q8_pack
+/// and ck_q8_params_pack: folds -input_zero_point * (the sum of each channel's weights) into the
+/// bias of `params` and keeps each weight's low int16 in its int32 lane (high half 0). Those
+/// variants then multiply the raw input, and taps outside the image read `pad` (see ck_dwconv_q8).
+void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t input_zero_point, int32_t *packed,
+                          int32_t *params);
+
+/// Computes output rows [row_begin, row_end) of one image from the raw uint8/int8 input, with
+/// `packed` and `params` prepared by ck_dwconv_q8_prepare for the same `isa`. `pad` holds in_c
+/// bytes of the input zero point (which must fit the input type; read by the AVX-512 variants).
 void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed,
                   int32_t input_zero_point, const int32_t *packed, const int32_t *params,
-                  const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end);
+                  const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end, const uint8_t *pad);
 
 #ifdef __cplusplus
 }

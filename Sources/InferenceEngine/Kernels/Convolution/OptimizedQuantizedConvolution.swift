@@ -50,7 +50,7 @@ struct QuantizedOutputParameters: Sendable {
             requantizer.shifts.withUnsafeBufferPointer { s in
                 [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
                     if let base = buffer.baseAddress, let mb = m.baseAddress, let sb = s.baseAddress {
-                        ck_q8_params_pack(Int32(channels), biasBase, mb, sb, Int32(rounding.rawValue), base)
+                        ck_q8_params_pack(Int32(channels), biasBase, mb, sb, Int32(rounding.rawValue), requantizer.outputZeroPoint, base)
                         initialized = count
                     } else {
                         initialized = 0
@@ -240,7 +240,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
 
 /// Quantized DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights minus their zero
 /// point packed once at load as int32 lanes, the raw uint8/int8 input read in place, output rows
-/// split into pieces.
+/// split into pieces. On AVX-512 the input zero point's share is folded into the bias at load
+/// (ck_dwconv_q8_prepare) and taps outside the image read `pad`, so every pixel runs the same taps.
 struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
@@ -248,33 +249,45 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let isSigned: Bool
     let inputZeroPoint: Int32
     let packed: [Int32]
-    let requant: QuantizedOutputParameters
+    let params: [Int32]
+    let output: ck_q8_output
+    /// in_c bytes of the input zero point: what the AVX-512 variants read outside the image.
+    let pad: [UInt8]
     let pieces: Int
 
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
           filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
         guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c == geometry.in_c else { return nil }
+        // The AVX-512 variants read a pad of the input zero point as input bytes: it must fit the type.
+        let zeroPointFits = isSigned ? (-128...127).contains(inputZeroPoint) : (0...255).contains(inputZeroPoint)
+        let kernelISA = zeroPointFits ? isa : min(isa, Int32(CK_ISA_AVX2))
         let channels = Int(geometry.in_c)
         let weightCount = Int(geometry.k_h) * Int(geometry.k_w) * channels
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
               let requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
         var g = geometry
         let count = ck_dwconv_q8_packed_count(&g)
+        var params = requant.params
         packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if let base = buffer.baseAddress {
-                ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
-                initialized = count
-            } else {
-                initialized = 0
+            params.withUnsafeMutableBufferPointer { p in
+                if let base = buffer.baseAddress, let pb = p.baseAddress {
+                    ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
+                    ck_dwconv_q8_prepare(kernelISA, &g, inputZeroPoint, base, pb)
+                    initialized = count
+                } else {
+                    initialized = 0
+                }
             }
         }
         guard packed.count == count else { return nil }
-        self.isa = isa
+        self.params = params
+        output = requant.output
+        pad = [UInt8](repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels)
+        self.isa = kernelISA
         self.geometry = geometry
         self.batches = batches
         self.isSigned = isSigned
         self.inputZeroPoint = inputZeroPoint
-        self.requant = requant
         // About 8 pieces per image of enough work each (the split does not change the results).
         let rows = Int(geometry.out_h)
         let rowWork = Int(geometry.out_w) * channels * Int(geometry.k_h) * Int(geometry.k_w)
@@ -288,15 +301,17 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
         packed.withUnsafeBufferPointer { weights in
-            requant.params.withUnsafeBufferPointer { params in
-                guard let w = weights.baseAddress, let p = params.baseAddress else { return }
-                io.parallel.forEach(pieces * batches) { piece in
-                    let n = piece / pieces
-                    let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
-                    var g = geometry
-                    var out = requant.output
-                    ck_dwconv_q8(isa, &g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, w, p, &out,
-                                 output + n * outputStride, Int32(range.lowerBound), Int32(range.upperBound))
+            params.withUnsafeBufferPointer { params in
+                pad.withUnsafeBufferPointer { pad in
+                    guard let w = weights.baseAddress, let p = params.baseAddress, let z = pad.baseAddress else { return }
+                    io.parallel.forEach(pieces * batches) { piece in
+                        let n = piece / pieces
+                        let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+                        var g = geometry
+                        var out = self.output
+                        ck_dwconv_q8(isa, &g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, w, p, &out,
+                                     output + n * outputStride, Int32(range.lowerBound), Int32(range.upperBound), z)
+                    }
                 }
             }
         }
