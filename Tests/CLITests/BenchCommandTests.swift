@@ -13,11 +13,11 @@ final class BenchCommandTests: CLITestCase {
         for extra in [[], ["--input", input, "--threads", "2"]] {
             let result = try succeed(["bench", model("\(modelName).tflite"), "--runs", "3", "--warmup", "1", "--json"] + extra)
             let object = try jsonObject(result)
-            XCTAssertEqual(Set(object.keys), ["model", "threads", "runs", "medianMs", "p90Ms", "loadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"])
+            XCTAssertEqual(Set(object.keys), ["model", "threads", "runs", "medianMs", "p90Ms", "loadMs", "coldLoadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"])
             XCTAssertEqual(object["model"] as? String, "\(modelName).tflite")
             XCTAssertEqual(object["threads"] as? Int, extra.isEmpty ? 1 : 2)
             XCTAssertEqual(object["runs"] as? Int, 3)
-            for key in ["medianMs", "p90Ms", "loadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"] {
+            for key in ["medianMs", "p90Ms", "loadMs", "coldLoadMs", "arenaBytes", "peakLiveBytes", "peakRSSBytes"] {
                 let value = try XCTUnwrap((object[key] as? NSNumber)?.doubleValue, "\(key) is a number: \(result.stdout)")
                 XCTAssertGreaterThan(value, 0, key)
             }
