@@ -39,6 +39,17 @@ struct GemmSplit: Sendable {
     }
 }
 
+extension KernelIO {
+    /// Runs `body(image, rows)` for the output rows of each of `batches` images, each image's
+    /// `rowCount` rows cut into `pieces` ranges (a split by shape only, so results do not depend on
+    /// the thread count).
+    func forEachImageRows(batches: Int, rowCount: Int, pieces: Int, _ body: (_ image: Int, _ rows: Range<Int>) -> Void) {
+        parallel.forEach(pieces * batches) { piece in
+            body(piece / pieces, ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rowCount))
+        }
+    }
+}
+
 extension ck_conv_geometry {
     /// The geometry of one image. Values are clamped into Int32 (never trapping on hostile shapes);
     /// check ``fitsImageKernels`` / ``fitsOptimizedKernels`` before using it, so shapes beyond the C
@@ -171,9 +182,7 @@ struct OptimizedDepthwiseFloatKernel: Kernel {
         let rows = Int(geometry.out_h)
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
-        io.parallel.forEach(pieces * batches) { piece in
-            let n = piece / pieces
-            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+        io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
             var g = geometry
             ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
                           Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
@@ -199,9 +208,7 @@ struct OptimizedTransposeConvFloatKernel: Kernel {
         let rows = Int(geometry.out_h)
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
-        io.parallel.forEach(pieces * batches) { piece in
-            let n = piece / pieces
-            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+        io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
             var g = geometry
             ck_tconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
                          Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)

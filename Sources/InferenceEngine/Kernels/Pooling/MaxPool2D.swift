@@ -94,9 +94,7 @@ struct OptimizedMaxPoolFloatKernel: Kernel {
         let rows = Int(geometry.out_h)
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
-        io.parallel.forEach(pieces * batches) { piece in
-            let n = piece / pieces
-            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+        io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
             var g = geometry
             ck_maxpool_f32(isa, &g, input + n * inputStride, output + n * outputStride,
                            Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)

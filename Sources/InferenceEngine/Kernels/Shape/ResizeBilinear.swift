@@ -264,9 +264,7 @@ struct OptimizedResizeBilinearKernel: Kernel {
             x0.withUnsafeBufferPointer { x0 in x1.withUnsafeBufferPointer { x1 in xs.withUnsafeBufferPointer { xs in
                 guard let y0 = y0.baseAddress, let y1 = y1.baseAddress, let ys = ys.baseAddress,
                       let x0 = x0.baseAddress, let x1 = x1.baseAddress, let xs = xs.baseAddress else { return }
-                io.parallel.forEach(pieces * batches) { piece in
-                    let n = piece / pieces
-                    let rows = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: outputHeight)
+                io.forEachImageRows(batches: batches, rowCount: outputHeight, pieces: pieces) { n, rows in
                     let source = input + n * inputStride * elementSize, destination = output + n * outputStride * elementSize
                     if bytes {
                         ck_resize_bilinear_u8(isa, source.assumingMemoryBound(to: UInt8.self), Int32(inputWidth), Int32(depth),
