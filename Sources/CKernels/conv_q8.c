@@ -538,20 +538,17 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
     const int32_t taps = g->k_h * g->k_w, k = g->in_c, kq = ck_q8b_padded_channels(k);
     const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
     const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
-    int8_t *dst = packed;
-    for (int32_t b = 0; b < blocks; b++) {
+    // Layout [block][tap][k/4][NR][4]; padding (channels beyond out_c, inputs beyond in_c) is 0.
+    // Filled row by row of the source (contiguous reads, 4-byte-strided writes).
+    memset(packed, 0, (size_t)blocks * CK_Q8_NR * taps * (size_t)kq);
+    const size_t groups = (size_t)kq / 4;
+    for (int32_t oc = 0; oc < g->out_c; oc++) {
+        const int32_t b = oc / CK_Q8_NR, j = oc - b * CK_Q8_NR;
         for (int32_t t = 0; t < taps; t++) {
-            for (int32_t i0 = 0; i0 < kq; i0 += 4) {
-                for (int32_t j = 0; j < CK_Q8_NR; j++) {
-                    const int32_t oc = b * CK_Q8_NR + j;
-                    for (int32_t e = 0; e < 4; e++) {
-                        const int32_t i = i0 + e;
-                        int32_t v = 0;
-                        if (oc < g->out_c && i < k) v = q8b_weight(filter, is_signed, flipped, ((size_t)oc * taps + t) * k + i);
-                        *dst++ = (int8_t)(uint8_t)v;
-                    }
-                }
-            }
+            int8_t *dst = packed + ((size_t)b * taps + t) * groups * CK_Q8_NR * 4 + (size_t)j * 4;
+            const size_t src = ((size_t)oc * taps + t) * k;
+            for (int32_t i = 0; i < k; i++)
+                dst[(size_t)(i >> 2) * CK_Q8_NR * 4 + (i & 3)] = (int8_t)(uint8_t)q8b_weight(filter, is_signed, flipped, src + i);
         }
     }
     const uint32_t za = (uint32_t)input_zero_point;
