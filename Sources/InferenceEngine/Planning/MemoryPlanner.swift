@@ -45,7 +45,8 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
         for order in [bySize, byStart] {
             for bestFit in [false, true] {
                 let candidate = place(buffers, order: order, bestFit: bestFit)
-                if best == nil || candidate.arenaSize < best!.arenaSize { best = candidate }
+                if let current = best, current.arenaSize <= candidate.arenaSize { continue }
+                best = candidate
             }
         }
         return best ?? ([], 0)
