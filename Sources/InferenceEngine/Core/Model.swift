@@ -105,13 +105,19 @@ public final class Model: @unchecked Sendable {
         var tensors = try ModelCompiler.tensorInfos(file: file, store: store, options: options)
         let order = try ModelCompiler.executionOrder(graph)
 
-        // Prepare every operator in order, propagating shapes.
-        var prepared: [(op: Int, kernel: any Kernel, scratch: Int)] = []
+        // Prepare every operator in order, propagating shapes. A float RELU/RELU6/RELU_N1_TO_1 whose
+        // only input comes from an operator that can clamp its own output is folded into it
+        // (ActivationFusion): the producer writes the activation's output directly.
+        var prepared: [(op: Int, inputs: [Int], outputs: [Int], kernel: any Kernel, scratch: Int)] = []
         let graphOutputs = Set(graph.outputs)
-        for opIndex in order {
+        let fusion = options.kernels.instructionSet == nil ? ActivationFusion.none
+            : ActivationFusion.plan(graph: graph, file: file, tensors: tensors)
+        for opIndex in order where !fusion.absorbed.contains(opIndex) {
             let op = graph.operators[opIndex]
             let code = file.operatorCode(of: op)
             let name = code.displayName
+            let fused = fusion.producers[opIndex]
+            let opOutputs = fused?.outputs ?? op.outputs
             guard let factory = KernelRegistry.factory(for: code) else {
                 let what = code.builtinCode == .custom ? "custom operator '\(code.customCode ?? "")'" : "builtin operator \(code.builtinCode.name)"
                 throw EngineError(.unsupportedOperator,
@@ -119,16 +125,16 @@ public final class Model: @unchecked Sendable {
                     nodeIndex: opIndex, operatorName: name)
             }
             var context = OpContext(
-                nodeIndex: opIndex, operatorName: name, version: code.version, options: op.builtinOptions,
+                nodeIndex: opIndex, operatorName: name, version: code.version, options: fused?.options ?? op.builtinOptions,
                 customOptions: file.customOptions(of: op),
                 inputs: op.inputs.map { $0 >= 0 ? tensors[$0] : nil },
-                outputs: op.outputs.map { tensors[$0] },
+                outputs: opOutputs.map { tensors[$0] },
                 instructionSet: options.kernels.instructionSet)
-            for output in op.outputs where tensors[output].isConstant || graph.inputs.contains(output) {
+            for output in opOutputs where tensors[output].isConstant || graph.inputs.contains(output) {
                 throw context.fail("writes tensor \(output) ('\(tensors[output].name)'), which is constant or a model input")
             }
             let kernel = try factory(&context)
-            for (position, output) in op.outputs.enumerated() {
+            for (position, output) in opOutputs.enumerated() {
                 let computed = context.outputs[position]
                 let declared = tensors[output].shape
                 guard computed.shape.allSatisfy({ $0 >= 0 }) else {
@@ -143,26 +149,26 @@ public final class Model: @unchecked Sendable {
                 tensors[output].quantization = computed.quantization
             }
             // Constant folding: an operator whose inputs are all constant (e.g. DEQUANTIZE of float16
-            // weights) runs once here, and its outputs become constants.
+            // weights) runs once here, and its outputs become constants (fusion never picks these).
             let presentInputs = op.inputs.filter { $0 >= 0 }
-            let foldable = !presentInputs.isEmpty && presentInputs.allSatisfy { tensors[$0].isConstant }
+            let foldable = fused == nil && !presentInputs.isEmpty && presentInputs.allSatisfy { tensors[$0].isConstant }
                 && op.outputs.allSatisfy { !graphOutputs.contains($0) && !graph.tensors[$0].isVariable }
             if foldable {
                 try ModelCompiler.fold(kernel: kernel, op: op, scratch: context.scratchByteCount, tensors: &tensors, store: store)
             } else {
-                prepared.append((opIndex, kernel, context.scratchByteCount))
+                prepared.append((opIndex, op.inputs, opOutputs, kernel, context.scratchByteCount))
             }
         }
 
         // Plan the arena over the remaining nodes.
-        let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { (graph.operators[$0.op], $0.scratch) }, options: options)
+        let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { ($0.inputs, $0.outputs, $0.scratch) }, options: options)
         arenaByteCount = plan.arenaSize
         peakLiveByteCount = plan.peakLiveBytes
         arenaOffsets = plan.tensorOffsets
         nodes = prepared.enumerated().map { position, entry in
             let op = graph.operators[entry.op]
             return Node(index: entry.op, name: file.operatorCode(of: op).displayName, kernel: entry.kernel,
-                        inputs: ContiguousArray(op.inputs.map { Int32($0) }), outputs: ContiguousArray(op.outputs.map { Int32($0) }),
+                        inputs: ContiguousArray(entry.inputs.map { Int32($0) }), outputs: ContiguousArray(entry.outputs.map { Int32($0) }),
                         scratchOffset: plan.scratchOffsets[position], scratchByteCount: entry.scratch)
         }
         variableTensors = tensors.indices.filter { tensors[$0].constant == nil && graph.tensors[$0].isVariable }

@@ -152,19 +152,19 @@ enum ModelCompiler {
     }
 
     /// Lifetimes of every intermediate tensor and scratch buffer, placed by the greedy planner.
-    static func planArena(graph: Subgraph, tensors: [TensorInfo], nodes: [(op: Operator, scratch: Int)], options: ModelOptions) throws -> ArenaPlan {
+    static func planArena(graph: Subgraph, tensors: [TensorInfo], nodes: [(inputs: [Int], outputs: [Int], scratch: Int)], options: ModelOptions) throws -> ArenaPlan {
         let end = nodes.count
         var first = [Int: Int](), last = [Int: Int]()
         func inArena(_ t: Int) -> Bool { t >= 0 && !tensors[t].isConstant && !graph.tensors[t].isVariable }
         for input in graph.inputs where inArena(input) { first[input] = 0; last[input] = max(last[input] ?? 0, 0) }
         for (position, node) in nodes.enumerated() {
-            for input in node.op.inputs where inArena(input) {
+            for input in node.inputs where inArena(input) {
                 guard first[input] != nil else {
                     throw EngineError(.invalidModel, "The model's tensor \(input) ('\(tensors[input].name)') is read by node \(position) but is neither a model input, a constant, nor written by an earlier node.")
                 }
                 last[input] = max(last[input] ?? position, position)
             }
-            for output in node.op.outputs where inArena(output) {
+            for output in node.outputs where inArena(output) {
                 first[output] = first[output] ?? position
                 last[output] = max(last[output] ?? position, position)
             }

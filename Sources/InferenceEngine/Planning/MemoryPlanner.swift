@@ -23,30 +23,59 @@ package struct PlannedBuffer: Hashable {
 }
 
 /// Greedy placement (TFLM's GreedyMemoryPlanner idea), tried with a few buffer orders and gap rules
-/// — largest first or earliest first, first fit or best fit — keeping the smallest arena. Each
+/// — largest, earliest, longest-lived, largest size × lifetime or latest-ending first; first fit or
+/// best fit — keeping the smallest arena and stopping at the lower bound. Each
 /// buffer goes at an offset where it does not overlap the already placed buffers whose lifetimes
 /// overlap its own. On chains of ops (MobileNet v1) largest-first/first-fit alone fragments by
 /// ~15%; the best of the variants reaches the lower bound (``peakLiveBytes(_:alignment:)``) on every
 /// shared model.
 package struct GreedyMemoryPlanner: MemoryPlanner {
     package var alignment = 64
+    package var randomTries = 64
 
     package init(alignment: Int = 64) { self.alignment = alignment }
 
     package func plan(_ buffers: [PlannedBuffer]) -> (offsets: [Int], arenaSize: Int) {
-        let bySize = buffers.indices.sorted { a, b in
-            buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b
-        }
-        let byStart = buffers.indices.sorted { a, b in
-            buffers[a].firstUse != buffers[b].firstUse ? buffers[a].firstUse < buffers[b].firstUse
-                : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b)
-        }
+        let bound = peakLiveBytes(buffers, alignment: alignment)
+        func span(_ i: Int) -> Int { buffers[i].lastUse - buffers[i].firstUse + 1 }
+        let orders: [(Int, Int) -> Bool] = [
+            { a, b in buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b },
+            { a, b in buffers[a].firstUse != buffers[b].firstUse ? buffers[a].firstUse < buffers[b].firstUse
+                : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b) },
+            { a, b in span(a) != span(b) ? span(a) > span(b)
+                : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b) },
+            { a, b in buffers[a].size * span(a) != buffers[b].size * span(b) ? buffers[a].size * span(a) > buffers[b].size * span(b) : a < b },
+            { a, b in buffers[a].lastUse != buffers[b].lastUse ? buffers[a].lastUse > buffers[b].lastUse
+                : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b) },
+        ]
         var best: (offsets: [Int], arenaSize: Int)?
-        for order in [bySize, byStart] {
+        search: for order in orders {
+            let sorted = buffers.indices.sorted(by: order)
             for bestFit in [false, true] {
-                let candidate = place(buffers, order: order, bestFit: bestFit)
+                let candidate = place(buffers, order: sorted, bestFit: bestFit)
                 if let current = best, current.arenaSize <= candidate.arenaSize { continue }
                 best = candidate
+                if candidate.arenaSize <= bound { break search }
+            }
+        }
+        // Still above the bound: perturbed largest-first orders (sizes scaled by seeded random
+        // factors), a bounded number of tries; deterministic, so every compile plans the same.
+        var state: UInt64 = 0x5EED
+        var tries = 0
+        while let current = best, current.arenaSize > bound, tries < randomTries {
+            tries += 1
+            let keys = buffers.map { buffer -> Double in
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                z ^= z >> 31
+                return Double(buffer.size) * (0.5 + Double(z >> 11) / Double(1 << 53))
+            }
+            let order = buffers.indices.sorted { keys[$0] != keys[$1] ? keys[$0] > keys[$1] : $0 < $1 }
+            for bestFit in [false, true] {
+                let candidate = place(buffers, order: order, bestFit: bestFit)
+                if candidate.arenaSize < (best?.arenaSize ?? current.arenaSize) { best = candidate }
             }
         }
         return best ?? ([], 0)
