@@ -2,6 +2,7 @@
 #include "ckernels.h"
 
 #include <math.h>
+#include <string.h>
 
 // Bit-exact kernels here must not have a*b+c fused into one rounding.
 #pragma STDC FP_CONTRACT OFF
@@ -462,4 +463,102 @@ void ck_argmax_8(int32_t isa, const uint8_t *input, int32_t axis, int32_t is_sig
         if (wide) ((int64_t *)output)[r] = index;
         else ((int32_t *)output)[r] = index;
     }
+}
+
+// ---- HARD_SWISH: x * min(6, max(0, x + 3)) * (1/6), in that order (the reference kernel's) ----
+
+static inline float hardswish_scalar(float x) {
+    float r = x + 3.0f;
+    r = r > 0.0f ? r : 0.0f;
+    r = r < 6.0f ? r : 6.0f;
+    return x * r * (1.0f / 6.0f);
+}
+
+static void hardswish_portable(const float *in, float *out, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; i++) out[i] = hardswish_scalar(in[i]);
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void hardswish_avx512(const float *in, float *out, size_t begin, size_t end) {
+    const __m512 three = _mm512_set1_ps(3.0f), six = _mm512_set1_ps(6.0f), zero = _mm512_setzero_ps();
+    const __m512 sixth = _mm512_set1_ps(1.0f / 6.0f);
+    size_t i = begin;
+    for (; i < end; i += 16) {
+        const size_t n = end - i < 16 ? end - i : 16;
+        const __mmask16 mask = (__mmask16)(n == 16 ? 0xFFFFu : ((1u << n) - 1u));
+        const __m512 x = _mm512_maskz_loadu_ps(mask, in + i);
+        // max(r, 0) / min(r, 6) with the scalar's NaN behaviour (r > 0 ? r : 0 gives 0 for NaN;
+        // then x * 0 * (1/6) is NaN again because x is NaN).
+        __m512 r = _mm512_add_ps(x, three);
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, zero, _CMP_GT_OQ), zero, r);
+        r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, six, _CMP_LT_OQ), six, r);
+        _mm512_mask_storeu_ps(out + i, mask, _mm512_mul_ps(_mm512_mul_ps(x, r), sixth));
+    }
+}
+#endif
+
+void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) { hardswish_avx512(input, output, begin, end); return; }
+#endif
+    (void)isa;
+    hardswish_portable(input, output, begin, end);
+}
+
+// ---- PAD of the innermost dimension: rows of [before fill][input row][after fill] ----
+
+static void pad_rows_portable(const uint8_t *in, uint8_t *out, size_t row_begin, size_t row_end, size_t in_bytes,
+                              size_t before, size_t after, uint8_t fill) {
+    const size_t out_bytes = before + in_bytes + after;
+    for (size_t r = row_begin; r < row_end; r++) {
+        uint8_t *o = out + r * out_bytes;
+        memset(o, fill, before);
+        memcpy(o + before, in + r * in_bytes, in_bytes);
+        memset(o + before + in_bytes, fill, after);
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static inline void copy_bytes_avx512(uint8_t *dst, const uint8_t *src, size_t n) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512((void *)(dst + i), _mm512_loadu_si512((const void *)(src + i)));
+    if (i < n) {
+        const __mmask64 mask = (__mmask64)((1ULL << (n - i)) - 1ULL);   // n - i < 64
+        _mm512_mask_storeu_epi8(dst + i, mask, _mm512_maskz_loadu_epi8(mask, src + i));
+    }
+}
+
+CK_TARGET_AVX512
+static inline void fill_bytes_avx512(uint8_t *dst, __m512i value, size_t n) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) _mm512_storeu_si512((void *)(dst + i), value);
+    if (i < n) _mm512_mask_storeu_epi8(dst + i, (__mmask64)((1ULL << (n - i)) - 1ULL), value);
+}
+
+CK_TARGET_AVX512
+static void pad_rows_avx512(const uint8_t *in, uint8_t *out, size_t row_begin, size_t row_end, size_t in_bytes,
+                            size_t before, size_t after, uint8_t fill) {
+    const size_t out_bytes = before + in_bytes + after;
+    const __m512i value = _mm512_set1_epi8((char)fill);
+    for (size_t r = row_begin; r < row_end; r++) {
+        uint8_t *o = out + r * out_bytes;
+        if (before) fill_bytes_avx512(o, value, before);
+        copy_bytes_avx512(o + before, in + r * in_bytes, in_bytes);
+        if (after) fill_bytes_avx512(o + before + in_bytes, value, after);
+    }
+}
+#endif
+
+void ck_pad_rows(int32_t isa, const void *input, void *output, size_t row_begin, size_t row_end, size_t in_bytes,
+                 size_t before_bytes, size_t after_bytes, uint8_t fill) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) {
+        pad_rows_avx512((const uint8_t *)input, (uint8_t *)output, row_begin, row_end, in_bytes, before_bytes, after_bytes, fill);
+        return;
+    }
+#endif
+    (void)isa;
+    pad_rows_portable((const uint8_t *)input, (uint8_t *)output, row_begin, row_end, in_bytes, before_bytes, after_bytes, fill);
 }

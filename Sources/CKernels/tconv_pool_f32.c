@@ -202,3 +202,75 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
         }
     }
 }
+
+// ---- average pooling: the window (clipped to the image) summed in row-major order, divided by
+// the number of pixels summed, clamped (the reference kernel's order: bit-identical; a NaN
+// stays NaN, as Swift.min/max) ----
+
+static void avgpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    const float count = (float)((y1 - y0) * (x1 - x0));
+    for (int32_t c = 0; c < C; c++) {
+        float s = 0.0f;
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) s += input[((size_t)y * g->in_w + x) * C + c];
+        s = s / count;
+        s = s < lo ? lo : s;
+        out[c] = s > hi ? hi : s;
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void avgpool_avx512(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                           int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __m512 count = _mm512_set1_ps((float)((y1 - y0) * (x1 - x0)));
+    int32_t c = 0;
+    // Four channel chunks at once: four independent addition chains.
+    for (; c + 64 <= C; c += 64) {
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) {
+                const float *p = input + ((size_t)y * g->in_w + x) * C + c;
+                s0 = _mm512_add_ps(s0, _mm512_loadu_ps(p));
+                s1 = _mm512_add_ps(s1, _mm512_loadu_ps(p + 16));
+                s2 = _mm512_add_ps(s2, _mm512_loadu_ps(p + 32));
+                s3 = _mm512_add_ps(s3, _mm512_loadu_ps(p + 48));
+            }
+        _mm512_storeu_ps(out + c, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_div_ps(s0, count))));
+        _mm512_storeu_ps(out + c + 16, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_div_ps(s1, count))));
+        _mm512_storeu_ps(out + c + 32, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_div_ps(s2, count))));
+        _mm512_storeu_ps(out + c + 48, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_div_ps(s3, count))));
+    }
+    for (; c < C; c += 16) {
+        const __mmask16 mask = (__mmask16)((1u << ck_min(16, C - c)) - 1u);
+        __m512 s = _mm512_setzero_ps();
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++)
+                s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(mask, input + ((size_t)y * g->in_w + x) * C + c));
+        _mm512_mask_storeu_ps(out + c, mask, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_div_ps(s, count))));
+    }
+}
+#endif
+
+void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
+                    int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+    pool_fn fn = avgpool_portable;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) fn = avgpool_avx512;
+#else
+    (void)isa;
+#endif
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        const int32_t ys = oy * g->stride_h - g->pad_top;
+        const int32_t y0 = ys < 0 ? 0 : ys, y1 = ck_min(g->in_h, ys + g->k_h);
+        for (int32_t ox = 0; ox < g->out_w; ox++) {
+            const int32_t xs = ox * g->stride_w - g->pad_left;
+            const int32_t x0 = xs < 0 ? 0 : xs, x1 = ck_min(g->in_w, xs + g->k_w);
+            fn(g, input, output + ((size_t)oy * g->out_w + ox) * g->out_c, y0, y1, x0, x1, out_min, out_max);
+        }
+    }
+}

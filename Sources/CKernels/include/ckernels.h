@@ -108,12 +108,26 @@ void ck_tconv_col2im_f32(const ck_conv_geometry *g, const float *columns, const 
 void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
                     int32_t row_begin, int32_t row_end, float out_min, float out_max);
 
+/// float32 average pooling: like ck_maxpool_f32, the window clipped to the image, summed in
+/// row-major order, divided by the number of pixels summed (as the reference kernel: bit-identical).
+void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
+                    int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
 // ---------------------------------------------------------------------------------------------
 // float32 element-wise functions over [begin, end).
 
 /// Logistic 1 / (1 + exp(-x)); exp by range reduction and the Cephes polynomial (within 5e-7
 /// relative of libm's result; below exp's range the result is ~4e-39 instead of 0), NaN gives NaN.
 void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
+
+/// HARD_SWISH x * min(6, max(0, x + 3)) * (1/6), evaluated in that order (bit-identical to the
+/// reference kernel); a NaN input gives NaN.
+void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
+
+/// PAD of the innermost dimension only: output row r (rows [row_begin, row_end)) is `before_bytes`
+/// bytes of `fill`, input row r (`in_bytes` bytes), then `after_bytes` bytes of `fill`.
+void ck_pad_rows(int32_t isa, const void *input, void *output, size_t row_begin, size_t row_end, size_t in_bytes,
+                 size_t before_bytes, size_t after_bytes, uint8_t fill);
 
 /// float32 ADD, SUB, MUL, DIV with broadcasting over one outer dimension, then the clamp
 /// (TFLite's: NaN passes through). Element (o, i) of the output, o in [outer_begin, outer_end),

@@ -27,7 +27,7 @@ struct MaxPool2D: Kernel {
             g.k_h = Int32(clamping: geometry.filterHeight)
             g.k_w = Int32(clamping: geometry.filterWidth)
             if g.fitsImageKernels {
-                return OptimizedMaxPoolFloatKernel(isa: isa, geometry: g, batches: geometry.batches,
+                return OptimizedPoolFloatKernel(isa: isa, geometry: g, batches: geometry.batches,
                                                    pieces: max(1, min(geometry.outputHeight, 16)), floatMin: fmin, floatMax: fmax)
             }
         }
@@ -80,13 +80,16 @@ struct MaxPool2D: Kernel {
     }
 }
 
-/// Float32 MAX_POOL_2D through CKernels (channels vectorized, NaN inputs skipped like std::max).
-struct OptimizedMaxPoolFloatKernel: Kernel {
+/// Float32 MAX_POOL_2D (NaN inputs skipped like std::max) and AVERAGE_POOL_2D through CKernels,
+/// channels vectorized.
+struct OptimizedPoolFloatKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
     let batches: Int
     let pieces: Int
     let floatMin: Float, floatMax: Float
+    /// AVERAGE_POOL_2D (ck_avgpool_f32) instead of MAX_POOL_2D.
+    var average = false
 
     func run(_ io: KernelIO) {
         let input = io.input(0, as: Float.self)
@@ -96,8 +99,13 @@ struct OptimizedMaxPoolFloatKernel: Kernel {
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
         io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
             var g = geometry
-            ck_maxpool_f32(isa, &g, input + n * inputStride, output + n * outputStride,
-                           Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+            if average {
+                ck_avgpool_f32(isa, &g, input + n * inputStride, output + n * outputStride,
+                               Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+            } else {
+                ck_maxpool_f32(isa, &g, input + n * inputStride, output + n * outputStride,
+                               Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+            }
         }
     }
 }

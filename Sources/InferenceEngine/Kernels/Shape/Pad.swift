@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -20,7 +21,7 @@ struct Pad: Kernel {
     }
 
     /// Shared by PAD and PADV2; `constantValue` is PADV2's third input, if present.
-    static func prepare(_ context: inout OpContext, constantValue: TensorInfo?) throws -> Pad {
+    static func prepare(_ context: inout OpContext, constantValue: TensorInfo?) throws -> any Kernel {
         let input = try context.input(0)
         let paddingsTensor = try context.input(1)
         let output = context.outputs[0]
@@ -70,6 +71,17 @@ struct Pad: Kernel {
             }
         }
 
+        // Only the innermost dimension padded, with a fill whose bytes are all equal (0.0, a zero
+        // point): rows of [fill][input row][fill] by CKernels.
+        let fillBytes = withUnsafeBytes(of: raw) { Array($0.prefix(elementSize)) }
+        if let isa = context.instructionSet, rank >= 1, (0..<(2 * rank - 2)).allSatisfy({ paddings[$0] == 0 }),
+           let first = fillBytes.first, fillBytes.allSatisfy({ $0 == first }) {
+            let inner = input.shape[rank - 1]
+            context.outputs[0].shape = shape
+            return OptimizedPadRowsKernel(isa: isa, rows: inner == 0 ? 0 : input.elementCount / inner,
+                                          inputRowBytes: inner * elementSize, beforeBytes: paddings[2 * rank - 2] * elementSize,
+                                          afterBytes: paddings[2 * rank - 1] * elementSize, fill: first)
+        }
         let outputStrides = ShapeSupport.strides(shape)
         let base = (0..<rank).reduce(0) { $0 + paddings[2 * $1] * outputStrides[$1] }
         context.outputs[0].shape = shape
@@ -90,5 +102,22 @@ struct Pad: Kernel {
             }
         }
         copy.run(from: io.input(0), to: out)
+    }
+}
+
+/// PAD of the innermost dimension only: each output row is fill, the input row, fill (CKernels).
+struct OptimizedPadRowsKernel: Kernel {
+    let isa: Int32
+    let rows: Int
+    let inputRowBytes: Int
+    let beforeBytes: Int
+    let afterBytes: Int
+    let fill: UInt8
+
+    func run(_ io: KernelIO) {
+        let input = io.input(0), output = io.output(0)
+        forEachChunk(rows, io.parallel) { start, end in
+            ck_pad_rows(isa, input, output, start, end, inputRowBytes, beforeBytes, afterBytes, fill)
+        }
     }
 }

@@ -1,0 +1,62 @@
+import XCTest
+import InferenceEngine
+import TFLiteFormat
+import TensorCore
+import TestSupport
+
+/// AVERAGE_POOL_2D, HARD_SWISH and innermost-dimension PAD through CKernels against the reference
+/// kernels for every instruction-set variant at 1 and 2 threads: all three are bit-identical (the
+/// same arithmetic in the same order; PAD is a copy).
+extension OptimizedFloatKernelTests {
+    func testAveragePoolMatchesReferenceExactly() throws {
+        var rng = SeededGenerator(seed: 46)
+        // Windows clipped by SAME padding, a global pool (the selfie model's squeeze-excite blocks,
+        // channel counts below, at and above 64), VALID windows.
+        for (h, w, c, kh, kw, stride, padding) in [(9, 8, 28, 2, 2, 2, Padding.same), (7, 7, 17, 3, 3, 2, .valid), (5, 6, 40, 3, 3, 1, .same),
+                                                   (16, 16, 96, 16, 16, 1, .valid), (12, 10, 16, 12, 10, 1, .valid), (6, 6, 130, 6, 6, 1, .valid)] {
+            var values = random(2 * h * w * c, &rng, range: -3...3)
+            values[3] = .nan
+            let input = TensorValue.float32(values, shape: [2, h, w, c])
+            var o = Pool2DOptions()
+            o.padding = padding
+            (o.strideHeight, o.strideWidth) = (stride, stride)
+            (o.filterHeight, o.filterWidth) = (kh, kw)
+            o.activation = c == 17 ? .relu6 : .none
+            try assertMatchesReference(.averagePool2D, options: .pool2D(o), [input], exact: true,
+                                       "average pool \(h)x\(w)x\(c) k\(o.filterHeight)x\(o.filterWidth) s\(stride) \(padding)")
+        }
+    }
+
+    func testHardSwishMatchesReferenceExactly() throws {
+        var rng = SeededGenerator(seed: 47)
+        for count in [1, 15, 16, 17, 1000, 40_000] {
+            var values = random(count, &rng, range: -5...5)
+            if count > 16 { values[2] = -3; values[3] = 3; values[4] = .nan; values[5] = -.infinity; values[6] = .infinity }
+            try assertMatchesReference(.hardSwish, [TensorValue.float32(values, shape: [1, count])], exact: true, "hard swish \(count)")
+        }
+    }
+
+    func testInnermostPadMatchesReference() throws {
+        var rng = SeededGenerator(seed: 48)
+        // BlazeFace pads channels (24 -> 28, ...); also padding before, empty padding, big rows.
+        for (shape, before, after) in [([1, 64, 64, 24], 0, 4), ([1, 5, 7, 3], 2, 1), ([2, 3, 33], 17, 0), ([4, 70], 0, 0), ([1, 2, 300], 5, 70)] {
+            let count = shape.reduce(1, *)
+            let paddings = TensorValue.int32(Array(repeating: 0, count: 2 * shape.count - 2) + [Int32(before), Int32(after)],
+                                             shape: [shape.count, 2])
+            let input = TensorValue.float32(random(count, &rng), shape: shape)
+            try assertMatchesReference(.pad, [input, paddings], exact: true, "pad \(shape) \(before)/\(after)")
+            // uint8 with a zero point: the fill is the zero point.
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let quantized = TensorValue.uint8(bytes, shape: shape, scale: 0.5, zeroPoint: 9)
+            let reference = try KernelRunner.run(.pad, inputs: [quantized, paddings], outputs: [.uint8(scale: 0.5, zeroPoint: 9)], kernels: .reference)[0]
+            XCTAssertEqual(reference.shape.last, shape[shape.count - 1] + before + after)
+            for selection in Self.selections {
+                for threads in [1, 2] {
+                    let actual = try KernelRunner.run(.pad, inputs: [quantized, paddings], outputs: [.uint8(scale: 0.5, zeroPoint: 9)],
+                                                      threads: threads, kernels: selection)[0]
+                    XCTAssertEqual(actual, reference, "uint8 pad \(shape) \(before)/\(after) \(selection) \(threads) threads")
+                }
+            }
+        }
+    }
+}
