@@ -15,6 +15,7 @@ final class DenormalFlushTests: XCTestCase {
             let model = try Model(data: Data(bytes), options: options)
             for threads in [1, 2] {
                 let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
+                interpreter.waitForThreads()
                 // 3e-39 + 1e-39 is a denormal sum (and denormal inputs read as 0): 0 when flushed.
                 let a: [Float] = [3e-39, 1, -2e-39, 1e-30], b: [Float] = [1e-39, 2, 0, 1e-30]
                 try a.withUnsafeBytes { try interpreter.copyInput($0, at: 0) }

@@ -87,6 +87,7 @@ final class GoldenParityTests: XCTestCase {
             var outputs: [[Data]] = []
             for threads in [1, 2] {
                 let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
+                interpreter.waitForThreads()
                 for input in record["inputs"] as? [[String: Any]] ?? [] {
                     try interpreter.copyInput(Data(contentsOf: directory.appendingPathComponent(try XCTUnwrap(input["file"] as? String))),
                                               at: try XCTUnwrap(input["index"] as? Int))

@@ -59,6 +59,14 @@ public final class Interpreter {
         variables.deallocate()
     }
 
+    /// Blocks until the interpreter's worker threads (``InterpreterOptions/numThreads`` > 1) have
+    /// started. They start in the background when the interpreter is created; invokes before then
+    /// run every piece of work on the calling thread (same results). Benchmarks call this before
+    /// timing steady-state invokes; applications need not.
+    public func waitForThreads() {
+        parallel.waitUntilStarted()
+    }
+
     /// Resets state (variable tensors) to its initial value: the model's initial data, or zeros.
     public func resetVariables() {
         for index in model.variableTensors {

@@ -127,6 +127,7 @@ package enum KernelRunner {
         }
         let outputIndices = (0..<outputPointers.count).map { Int32(pointers.count + $0) }
         let runner = ParallelRunner(threadCount: threads)
+        runner.waitUntilStarted()   // so that tests run the pieces on the threads
         table.withUnsafeBufferPointer { t in
             inputIndices.withUnsafeBufferPointer { ins in
                 outputIndices.withUnsafeBufferPointer { outs in

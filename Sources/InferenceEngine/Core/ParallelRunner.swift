@@ -1,4 +1,6 @@
 import CPThreadPool
+import Dispatch
+import Synchronization
 
 /// Splits a kernel's work into independent pieces and runs them on the interpreter's threads.
 ///
@@ -7,25 +9,54 @@ import CPThreadPool
 /// on how pieces are scheduled, so outputs are identical for every thread count.
 ///
 /// With more than one thread the pieces run on a persistent pthreadpool (Debian's
-/// libpthreadpool), created once per interpreter; the calling thread takes part.
+/// libpthreadpool), created once per interpreter; the calling thread takes part. The pool is
+/// created in the background: starting its threads can take milliseconds (here 4–8 ms whenever
+/// the other core is busy: the new thread waits for a scheduler tick), and until it is ready the
+/// pieces run on the calling thread, so a model's first invoke does not wait for thread start-up.
+/// Outputs do not depend on how pieces are scheduled, so the results are the same either way.
 final class ParallelRunner: @unchecked Sendable {
     /// Number of threads work is spread over (1 = the calling thread only).
     let threadCount: Int
-    private let pool: pthreadpool_t?
+    /// The pthreadpool_t once created.
+    private let pool = PoolSlot()
+    /// Signalled when the background creation has finished (nil with one thread).
+    private let created: DispatchSemaphore?
 
     init(threadCount: Int) {
         self.threadCount = max(1, min(threadCount, 256))
-        pool = self.threadCount > 1 ? pthreadpool_create(self.threadCount) : nil
+        guard self.threadCount > 1 else {
+            created = nil
+            return
+        }
+        let semaphore = DispatchSemaphore(value: 0)
+        created = semaphore
+        let threads = self.threadCount
+        let slot = pool
+        DispatchQueue.global(qos: .userInitiated).async {
+            let created = pthreadpool_create(threads)
+            slot.bits.store(created.map { Int(bitPattern: UnsafeMutableRawPointer($0)) } ?? 0, ordering: .releasing)
+            semaphore.signal()
+        }
     }
 
     deinit {
-        if let pool { pthreadpool_destroy(pool) }
+        created?.wait()
+        let bits = pool.bits.load(ordering: .acquiring)
+        if bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) { pthreadpool_destroy(OpaquePointer(raw)) }
+    }
+
+    /// Blocks until the background creation of the pool has finished.
+    func waitUntilStarted() {
+        guard let created, pool.bits.load(ordering: .acquiring) == 0 else { return }
+        created.wait()
+        created.signal()   // deinit waits on it too
     }
 
     /// Runs `body(0) ... body(count - 1)`, possibly concurrently; returns when all are done.
     func forEach(_ count: Int, _ body: (Int) -> Void) {
         guard count > 0 else { return }
-        guard let pool, count > 1 else {
+        let bits = count > 1 ? pool.bits.load(ordering: .acquiring) : 0
+        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else {
             for i in 0..<count { body(i) }
             return
         }
@@ -35,13 +66,18 @@ final class ParallelRunner: @unchecked Sendable {
             var piece = PieceBody(body: escapable)
             withUnsafeMutablePointer(to: &piece) { pointer in
                 // Workers flush denormals like the calling thread (Interpreter.invoke).
-                pthreadpool_parallelize_1d(pool, runPiece, UnsafeMutableRawPointer(pointer), count, UInt32(PTHREADPOOL_FLAG_DISABLE_DENORMALS))
+                pthreadpool_parallelize_1d(OpaquePointer(raw), runPiece, UnsafeMutableRawPointer(pointer), count, UInt32(PTHREADPOOL_FLAG_DISABLE_DENORMALS))
             }
         }
     }
 
     /// A runner that uses only the calling thread.
     static let serial = ParallelRunner(threadCount: 1)
+}
+
+/// Where the background creation publishes the pool (a pthreadpool_t's bit pattern, 0 before).
+private final class PoolSlot: Sendable {
+    let bits = Atomic<Int>(0)
 }
 
 /// The closure of one `forEach` call, handed to C as a pointer to this stack value.

@@ -83,6 +83,7 @@ enum BenchCommand {
         }
         let coldLoadMs = try load().2
         let (model, interpreter, loadMs) = try load()
+        interpreter.waitForThreads()
 
         for _ in 0..<warmup { interpreter.invoke() }
         var samples: [Double] = []
