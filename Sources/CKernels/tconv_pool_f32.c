@@ -274,3 +274,181 @@ void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
         }
     }
 }
+
+// ---- transposed convolution whose windows tile the output exactly (filter = stride, no padding:
+// MediaPipe's 2×2 stride-2 upsampling): every output pixel is one dot product of an input pixel
+// with one filter tap, plus the bias ----
+
+/// The J = k_h * k_w * out_c dot products of input pixel `x` (in_c floats) with `wt` ([j][in_c]),
+/// into sums[j].
+static void tconv_tile_dots_portable(const float *x, const float *wt, int32_t C, int32_t J, float *sums) {
+    for (int32_t j = 0; j < J; j++) {
+        const float *w = wt + (size_t)j * C;
+        float s = 0.0f;
+        for (int32_t c = 0; c < C; c++) s += x[c] * w[c];
+        sums[j] = s;
+    }
+}
+
+#if CK_X86
+/// Dot products four at a time: the four accumulators are reduced together (13 instructions for
+/// four sums instead of four full horizontal reductions).
+CK_TARGET_AVX512
+static void tconv_tile_dots_avx512(const float *x, const float *wt, int32_t C, int32_t J, float *sums) {
+    for (int32_t j = 0; j < J; j += 4) {
+        __m512 acc[4];
+        for (int32_t q = 0; q < 4; q++) {
+            acc[q] = _mm512_setzero_ps();
+            if (j + q >= J) continue;
+            const float *w = wt + (size_t)(j + q) * C;
+            for (int32_t c = 0; c < C; c += 16) {
+                const __mmask16 mask = (__mmask16)((1u << ck_min(16, C - c)) - 1u);
+                acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + c), _mm512_maskz_loadu_ps(mask, w + c), acc[q]);
+            }
+        }
+        // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] and the same for c, d; then [a, b, c, d]
+        // partial sums per lane; then the four lanes added.
+        const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(acc[0], acc[1]), _mm512_unpackhi_ps(acc[0], acc[1]));
+        const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(acc[2], acc[3]), _mm512_unpackhi_ps(acc[2], acc[3]));
+        const __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
+                                          _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
+        const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+        _mm_storeu_ps(sums + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+}
+#endif
+
+#if CK_X86
+/// 16 × 16 floats transposed in registers: r[i] lane j becomes lane i of r[j].
+CK_TARGET_AVX512
+static inline void transpose16_avx512(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+        t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+        r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
+    }
+}
+
+/// 16 neighbouring input pixels at once (in_c a multiple of 16): each 16 × 16 block of inputs is
+/// transposed so that a vector holds one channel of the 16 pixels, and sums[j] gets the 16 pixels'
+/// dot products with filter row j (broadcast weights). sums is [J][16].
+CK_TARGET_AVX512
+static void tconv_tile_dots16_avx512(const float *x, const float *wt, int32_t C, int32_t J, float *sums) {
+    __m512 acc[CK_TCONV_TILE_MAX_J];
+    for (int32_t j = 0; j < J; j++) acc[j] = _mm512_setzero_ps();
+    for (int32_t c0 = 0; c0 < C; c0 += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(x + (size_t)i * C + c0);
+        transpose16_avx512(r);
+        for (int32_t j = 0; j < J; j++) {
+            const float *w = wt + (size_t)j * C + c0;
+            __m512 a = acc[j];
+            for (int c = 0; c < 16; c++) a = _mm512_fmadd_ps(r[c], _mm512_set1_ps(w[c]), a);
+            acc[j] = a;
+        }
+    }
+    for (int32_t j = 0; j < J; j++) _mm512_storeu_ps(sums + (size_t)j * 16, acc[j]);
+}
+#endif
+
+#if CK_X86
+/// The output rows of input row iy, 16 input pixels at a time (in_c a multiple of 16); returns the
+/// first input column left for the per-pixel path.
+CK_TARGET_AVX512
+static int32_t tconv_tile_row_avx512(const ck_conv_geometry *g, const float *input, const float *wt, const float *biases,
+                                     float *output, int32_t iy, int32_t J, size_t out_row, float out_min, float out_max) {
+    const int32_t C = g->in_c, kh = g->k_h, run = g->k_w * g->out_c;
+    float block[CK_TCONV_TILE_MAX_J * 16];
+    int32_t ix = 0;
+    for (; ix + 16 <= g->in_w; ix += 16) {
+        tconv_tile_dots16_avx512(input + ((size_t)iy * g->in_w + ix) * C, wt, C, J, block);
+        if (run == 2) {
+            // Two values per input pixel and output row (MediaPipe's 2×2 upsampling to one
+            // channel): interleave the two sum vectors, add the bias pattern, clamp, store.
+            const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+            const __m512 vlo = _mm512_set1_ps(out_min), vhi = _mm512_set1_ps(out_max);
+            for (int32_t ky = 0; ky < kh; ky++) {
+                float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * 2;
+                const float *b = biases + (size_t)ky * 2;
+                const __m512 pattern = _mm512_setr_ps(b[0], b[1], b[0], b[1], b[0], b[1], b[0], b[1],
+                                                      b[0], b[1], b[0], b[1], b[0], b[1], b[0], b[1]);
+                const __m512 s0 = _mm512_loadu_ps(block + (size_t)(ky * 2) * 16);
+                const __m512 s1 = _mm512_loadu_ps(block + (size_t)(ky * 2 + 1) * 16);
+                const __m512 v0 = _mm512_add_ps(_mm512_permutex2var_ps(s0, lo_idx, s1), pattern);
+                const __m512 v1 = _mm512_add_ps(_mm512_permutex2var_ps(s0, hi_idx, s1), pattern);
+                // v < lo ? lo : v, then v > hi ? hi : v (a NaN stays NaN), as the scalar path.
+                _mm512_storeu_ps(dst, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v0)));
+                _mm512_storeu_ps(dst + 16, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v1)));
+            }
+            continue;
+        }
+        for (int32_t ky = 0; ky < kh; ky++) {
+            float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * run;
+            const float *b = biases + (size_t)ky * run;
+            for (int32_t i = 0; i < 16; i++, dst += run) {
+                for (int32_t t = 0; t < run; t++) {
+                    float v = block[(size_t)(ky * run + t) * 16 + i] + b[t];
+                    v = v < out_min ? out_min : v;
+                    dst[t] = v > out_max ? out_max : v;
+                }
+            }
+        }
+    }
+    return ix;
+}
+#endif
+
+void ck_tconv_tile_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *wt, const float *bias,
+                       float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+    const int32_t C = g->in_c, cout = g->out_c, kh = g->k_h, kw = g->k_w;
+    const int32_t J = kh * kw * cout;
+    if (J <= 0 || J > CK_TCONV_TILE_MAX_J) return;
+    void (*dots)(const float *, const float *, int32_t, int32_t, float *) = tconv_tile_dots_portable;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) dots = tconv_tile_dots_avx512;
+#else
+    (void)isa;
+#endif
+    float sums[CK_TCONV_TILE_MAX_J + 3], biases[CK_TCONV_TILE_MAX_J];
+    for (int32_t j = 0; j < J; j++) biases[j] = bias ? bias[j % cout] : 0.0f;
+    const size_t out_row = (size_t)g->out_w * cout;
+    const int32_t run = kw * cout;
+    for (int32_t iy = row_begin; iy < row_end; iy++) {
+        int32_t ix = 0;
+#if CK_X86
+        if (isa >= CK_ISA_AVX512 && C % 16 == 0)
+            ix = tconv_tile_row_avx512(g, input, wt, biases, output, iy, J, out_row, out_min, out_max);
+#endif
+        for (; ix < g->in_w; ix++) {
+            dots(input + ((size_t)iy * g->in_w + ix) * C, wt, C, J, sums);
+            for (int32_t ky = 0; ky < kh; ky++) {
+                float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * run;
+                const float *s = sums + (size_t)ky * run, *b = biases + (size_t)ky * run;
+                for (int32_t t = 0; t < run; t++) {
+                    float v = s[t] + b[t];
+                    v = v < out_min ? out_min : v;
+                    dst[t] = v > out_max ? out_max : v;
+                }
+            }
+        }
+    }
+}

@@ -60,3 +60,30 @@ extension OptimizedFloatKernelTests {
         }
     }
 }
+
+extension OptimizedFloatKernelTests {
+    /// Transposed convolutions whose windows tile the output (filter = stride, no padding) run as
+    /// one dot product per output pixel (ck_tconv_tile_f32): channel tails, the 64-value limit,
+    /// 3×3 stride 3, rows of 16+ pixels with 16·n channels (the transposed-block path, with two
+    /// values per output row and more), a clamping builtin TRANSPOSE_CONV.
+    func testTilingTransposeConvolutionMatchesReference() throws {
+        var rng = SeededGenerator(seed: 49)
+        for (h, w, cin, cout, k) in [(5, 7, 37, 1, 2), (3, 4, 16, 16, 2), (4, 3, 5, 7, 3), (2, 2, 64, 17, 2), (2, 19, 32, 1, 2), (3, 17, 16, 3, 2), (2, 33, 16, 2, 1)] {
+            let input = TensorValue.float32(random(2 * h * w * cin, &rng), shape: [2, h, w, cin])
+            let weights = TensorValue.float32(random(cout * k * k * cin, &rng), shape: [cout, k, k, cin], isConstant: true)
+            let bias = TensorValue.float32(random(cout, &rng), shape: [cout], isConstant: true)
+            let options = ConvolutionKernelTests.mediaPipeOptions(padding: 1, strideWidth: Int32(k), strideHeight: Int32(k))
+            try assertMatchesReference(custom: ("Convolution2DTransposeBias", options), [input, weights, bias],
+                                       "tiling Convolution2DTransposeBias \(h)x\(w)x\(cin)→\(cout) k\(k)")
+        }
+        let shape = TensorValue.int32([1, 8, 6, 3], shape: [4])
+        let input = TensorValue.float32(random(4 * 3 * 20, &rng, range: -2...2), shape: [1, 4, 3, 20])
+        let weights = TensorValue.float32(random(3 * 2 * 2 * 20, &rng), shape: [3, 2, 2, 20], isConstant: true)
+        let bias = TensorValue.float32(random(3, &rng), shape: [3], isConstant: true)
+        var o = TransposeConvOptions()
+        o.padding = .valid
+        (o.strideHeight, o.strideWidth) = (2, 2)
+        o.activation = .relu6
+        try assertMatchesReference(.transposeConv, options: .transposeConv(o), [shape, weights, input, bias], "tiling TRANSPOSE_CONV relu6")
+    }
+}

@@ -100,6 +100,16 @@ void ck_tconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, co
 void ck_tconv_col2im_f32(const ck_conv_geometry *g, const float *columns, const float *bias, float *output,
                          int32_t row_begin, int32_t row_end, float out_min, float out_max);
 
+/// Most filter values per input pixel (k_h * k_w * out_c) ck_tconv_tile_f32 handles.
+#define CK_TCONV_TILE_MAX_J 64
+
+/// Transposed convolution whose windows tile the output exactly (k_h == stride_h, k_w ==
+/// stride_w, no padding, out = in * k): output pixel (iy * k_h + ky, ix * k_w + kx) channel oc is
+/// clamp(bias[oc] + in[iy][ix] · wt[(ky * k_w + kx) * out_c + oc]). `wt` is [k_h * k_w * out_c][in_c]
+/// (at most CK_TCONV_TILE_MAX_J rows). Computes the output rows of input rows [row_begin, row_end).
+void ck_tconv_tile_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *wt, const float *bias,
+                       float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
 // ---------------------------------------------------------------------------------------------
 // float32 max pooling (NHWC, channels innermost): windows clipped to the image, as TFLite.
 

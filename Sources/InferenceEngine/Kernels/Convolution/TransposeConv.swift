@@ -145,6 +145,12 @@ struct TransposeConvKernel: Kernel {
                                             strideHeight: g.strideHeight, strideWidth: g.strideWidth, dilationHeight: 1, dilationWidth: 1,
                                             padTop: g.padTop, padLeft: g.padLeft)
             if let data = weights.constant,
+               let tile = OptimizedTransposeConvTileKernel(isa: isa, geometry: geometry, batches: g.batches, filter: data,
+                                                           inputIndex: inputIndex, biasIndex: biasIndex,
+                                                           floatMin: floatMin, floatMax: floatMax) {
+                return tile
+            }
+            if let data = weights.constant,
                let gemm = OptimizedTransposeConvGemmKernel(isa: isa, geometry: geometry, batches: g.batches, weights: data,
                                                            inputIndex: inputIndex, biasIndex: biasIndex,
                                                            floatMin: floatMin, floatMax: floatMax) {
