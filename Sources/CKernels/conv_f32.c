@@ -10,6 +10,9 @@
 
 #define CK_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define CK_TARGET_AVX512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")))
+#define CK_INLINE static inline __attribute__((always_inline))
+/// Fully unrolls a loop over compile-time bounds, so its vectors stay in registers.
+#define CK_UNROLL _Pragma("clang loop unroll(full)")
 
 /// Most taps (k_h * k_w) a tile's pointer table holds; the caller uses the reference kernel beyond.
 #define CK_MAX_TAPS 256
@@ -234,6 +237,221 @@ static void tile_avx512_narrow(int32_t mr, int32_t nr, const float *const *ptrs,
 }
 #endif
 
+// ---- few rows (a tile of 1..4 output pixels, e.g. a 1×1 image or FULLY_CONNECTED with one batch):
+// several channel blocks in flight with independent accumulators, each block's packed weights read
+// sequentially. Every output element is still bias + the reduction in (tap, input channel) order,
+// as in the tiles, so which kernel computes a row never changes a result. ----
+
+/// Splits `blocks` into groups of at most `cap`, as even as possible; returns the first group's size.
+static inline int32_t rows_group(int32_t blocks, int32_t cap) {
+    const int32_t groups = (blocks + cap - 1) / cap;
+    return (blocks + groups - 1) / groups;
+}
+
+static void rows_portable(int32_t mr, int32_t nb, int32_t nr_last, const float *const *ptrs, int32_t mr_cap, int32_t taps,
+                          int32_t k, const float *w, size_t block_stride, float *c, int32_t ldc, float lo, float hi) {
+    // One row (mr == 1), up to 4 blocks: acc[b][j].
+    (void)mr;
+    (void)ldc;
+    float acc[4][CK_F32_NR];
+    for (int32_t b = 0; b < nb; b++)
+        for (int32_t j = 0; j < CK_F32_NR; j++) acc[b][j] = w[(size_t)b * block_stride + j];
+    const float *wb = w + CK_F32_NR;
+    for (int32_t t = 0; t < taps; t++) {
+        const float *a = ptrs[t * mr_cap];
+        for (int32_t i = 0; i < k; i++, wb += CK_F32_NR) {
+            const float v = a[i];
+            for (int32_t b = 0; b < nb; b++) {
+                const float *wv = wb + (size_t)b * block_stride;
+                for (int32_t j = 0; j < CK_F32_NR; j++) acc[b][j] += v * wv[j];
+            }
+        }
+    }
+    for (int32_t b = 0; b < nb; b++) {
+        const int32_t nr = b == nb - 1 ? nr_last : CK_F32_NR;
+        for (int32_t j = 0; j < nr; j++) {
+            float v = acc[b][j];
+            v = v < lo ? lo : v;
+            c[(size_t)b * CK_F32_NR + j] = v > hi ? hi : v;
+        }
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512 CK_INLINE
+void rows_avx512_impl(int32_t nr_last, const float *const *ptrs, int32_t mr_cap, int32_t taps, int32_t k,
+                      const float *w, size_t block_stride, float *c, int32_t ldc, float lo, float hi,
+                      const int MR, const int NB) {
+    __m512 acc[4][8];
+    CK_UNROLL for (int b = 0; b < NB; b++) {
+        const __m512 vb = _mm512_loadu_ps(w + (size_t)b * block_stride);
+        CK_UNROLL for (int m = 0; m < MR; m++) acc[m][b] = vb;
+    }
+    const float *wb = w + CK_F32_NR;
+    for (int32_t t = 0; t < taps; t++) {
+        const float *a[4];
+        CK_UNROLL for (int m = 0; m < MR; m++) a[m] = ptrs[t * mr_cap + m];
+        for (int32_t i = 0; i < k; i++, wb += CK_F32_NR) {
+            __m512 wv[8];
+            CK_UNROLL for (int b = 0; b < NB; b++) wv[b] = _mm512_loadu_ps(wb + (size_t)b * block_stride);
+            CK_UNROLL for (int m = 0; m < MR; m++) {
+                const __m512 av = _mm512_set1_ps(a[m][i]);
+                CK_UNROLL for (int b = 0; b < NB; b++) acc[m][b] = _mm512_fmadd_ps(av, wv[b], acc[m][b]);
+            }
+        }
+    }
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    CK_UNROLL for (int m = 0; m < MR; m++) {
+        CK_UNROLL for (int b = 0; b < NB; b++) {
+            const __mmask16 mask = b == NB - 1 ? (__mmask16)((1u << nr_last) - 1u) : (__mmask16)0xFFFF;
+            _mm512_mask_storeu_ps(c + (size_t)m * ldc + (size_t)b * CK_F32_NR, mask,
+                                  _mm512_min_ps(_mm512_max_ps(acc[m][b], vlo), vhi));
+        }
+    }
+}
+
+/// Most blocks in flight per row count (1..4 rows): at most 12 accumulators.
+static const int32_t rows_avx512_cap[5] = {0, 8, 6, 4, 3};
+
+CK_TARGET_AVX512
+static void rows_avx512(int32_t mr, int32_t nb, int32_t nr_last, const float *const *ptrs, int32_t mr_cap, int32_t taps,
+                        int32_t k, const float *w, size_t block_stride, float *c, int32_t ldc, float lo, float hi) {
+#define CK_ROWS512(MR, NB) rows_avx512_impl(nr_last, ptrs, mr_cap, taps, k, w, block_stride, c, ldc, lo, hi, MR, NB)
+    switch (mr * 16 + nb) {
+    case 0x11: CK_ROWS512(1, 1); break;
+    case 0x12: CK_ROWS512(1, 2); break;
+    case 0x13: CK_ROWS512(1, 3); break;
+    case 0x14: CK_ROWS512(1, 4); break;
+    case 0x15: CK_ROWS512(1, 5); break;
+    case 0x16: CK_ROWS512(1, 6); break;
+    case 0x17: CK_ROWS512(1, 7); break;
+    case 0x18: CK_ROWS512(1, 8); break;
+    case 0x21: CK_ROWS512(2, 1); break;
+    case 0x22: CK_ROWS512(2, 2); break;
+    case 0x23: CK_ROWS512(2, 3); break;
+    case 0x24: CK_ROWS512(2, 4); break;
+    case 0x25: CK_ROWS512(2, 5); break;
+    case 0x26: CK_ROWS512(2, 6); break;
+    case 0x31: CK_ROWS512(3, 1); break;
+    case 0x32: CK_ROWS512(3, 2); break;
+    case 0x33: CK_ROWS512(3, 3); break;
+    case 0x34: CK_ROWS512(3, 4); break;
+    case 0x41: CK_ROWS512(4, 1); break;
+    case 0x42: CK_ROWS512(4, 2); break;
+    case 0x43: CK_ROWS512(4, 3); break;
+    default: break;
+    }
+#undef CK_ROWS512
+}
+
+CK_TARGET_AVX2 CK_INLINE
+void rows_avx2_impl(int32_t nr_last, const float *const *ptrs, int32_t mr_cap, int32_t taps, int32_t k,
+                    const float *w, size_t block_stride, float *c, int32_t ldc, float lo, float hi,
+                    const int MR, const int NB) {
+    __m256 acc[3][4][2];
+    CK_UNROLL for (int b = 0; b < NB; b++) {
+        const __m256 v0 = _mm256_loadu_ps(w + (size_t)b * block_stride), v1 = _mm256_loadu_ps(w + (size_t)b * block_stride + 8);
+        CK_UNROLL for (int m = 0; m < MR; m++) { acc[m][b][0] = v0; acc[m][b][1] = v1; }
+    }
+    const float *wb = w + CK_F32_NR;
+    for (int32_t t = 0; t < taps; t++) {
+        const float *a[3];
+        CK_UNROLL for (int m = 0; m < MR; m++) a[m] = ptrs[t * mr_cap + m];
+        for (int32_t i = 0; i < k; i++, wb += CK_F32_NR) {
+            __m256 wv[4][2];
+            CK_UNROLL for (int b = 0; b < NB; b++) {
+                wv[b][0] = _mm256_loadu_ps(wb + (size_t)b * block_stride);
+                wv[b][1] = _mm256_loadu_ps(wb + (size_t)b * block_stride + 8);
+            }
+            CK_UNROLL for (int m = 0; m < MR; m++) {
+                const __m256 av = _mm256_broadcast_ss(a[m] + i);
+                CK_UNROLL for (int b = 0; b < NB; b++) {
+                    acc[m][b][0] = _mm256_fmadd_ps(av, wv[b][0], acc[m][b][0]);
+                    acc[m][b][1] = _mm256_fmadd_ps(av, wv[b][1], acc[m][b][1]);
+                }
+            }
+        }
+    }
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    CK_UNROLL for (int m = 0; m < MR; m++) {
+        CK_UNROLL for (int b = 0; b < NB; b++) {
+            float *dst = c + (size_t)m * ldc + (size_t)b * CK_F32_NR;
+            const __m256 v0 = _mm256_min_ps(_mm256_max_ps(acc[m][b][0], vlo), vhi);
+            const __m256 v1 = _mm256_min_ps(_mm256_max_ps(acc[m][b][1], vlo), vhi);
+            if (b < NB - 1 || nr_last == CK_F32_NR) {
+                _mm256_storeu_ps(dst, v0);
+                _mm256_storeu_ps(dst + 8, v1);
+            } else {
+                float tmp[CK_F32_NR];
+                _mm256_storeu_ps(tmp, v0);
+                _mm256_storeu_ps(tmp + 8, v1);
+                memcpy(dst, tmp, (size_t)nr_last * sizeof(float));
+            }
+        }
+    }
+}
+
+static const int32_t rows_avx2_cap[4] = {0, 4, 3, 2};
+
+CK_TARGET_AVX2
+static void rows_avx2(int32_t mr, int32_t nb, int32_t nr_last, const float *const *ptrs, int32_t mr_cap, int32_t taps,
+                      int32_t k, const float *w, size_t block_stride, float *c, int32_t ldc, float lo, float hi) {
+#define CK_ROWS256(MR, NB) rows_avx2_impl(nr_last, ptrs, mr_cap, taps, k, w, block_stride, c, ldc, lo, hi, MR, NB)
+    switch (mr * 16 + nb) {
+    case 0x11: CK_ROWS256(1, 1); break;
+    case 0x12: CK_ROWS256(1, 2); break;
+    case 0x13: CK_ROWS256(1, 3); break;
+    case 0x14: CK_ROWS256(1, 4); break;
+    case 0x21: CK_ROWS256(2, 1); break;
+    case 0x22: CK_ROWS256(2, 2); break;
+    case 0x23: CK_ROWS256(2, 3); break;
+    case 0x31: CK_ROWS256(3, 1); break;
+    case 0x32: CK_ROWS256(3, 2); break;
+    default: break;
+    }
+#undef CK_ROWS256
+}
+/// AVX-512, two full column blocks at once: 6 × 32 tiles (12 zmm accumulators). Each broadcast
+/// input value feeds two FMAs, so a step of the reduction loads 2 weight vectors and 6 inputs for 12
+/// FMAs, where the 12 × 16 tile loads 13: about 15–25% faster on this machine's 1×1 convolutions.
+/// `ptrs` is the tile's pointer table ([tap][row], `stride` rows per tap); rows [0, mr) are stored.
+CK_TARGET_AVX512
+static void tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, int32_t stride, int32_t taps, int32_t k,
+                             const float *w0, const float *w1, float *c, int32_t ldc, float lo, float hi) {
+    __m512 x0 = _mm512_loadu_ps(w0), y0 = _mm512_loadu_ps(w1);
+    __m512 x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, y1 = y0, y2 = y0, y3 = y0, y4 = y0, y5 = y0;
+    w0 += CK_F32_NR;
+    w1 += CK_F32_NR;
+    for (int32_t t = 0; t < taps; t++) {
+        const float *const *p = ptrs + (size_t)t * stride;
+        const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
+        for (int32_t i = 0; i < k; i++) {
+            const __m512 b0 = _mm512_loadu_ps(w0), b1 = _mm512_loadu_ps(w1);
+            w0 += CK_F32_NR;
+            w1 += CK_F32_NR;
+            __m512 v;
+            v = _mm512_set1_ps(a0[i]); x0 = _mm512_fmadd_ps(v, b0, x0); y0 = _mm512_fmadd_ps(v, b1, y0);
+            v = _mm512_set1_ps(a1[i]); x1 = _mm512_fmadd_ps(v, b0, x1); y1 = _mm512_fmadd_ps(v, b1, y1);
+            v = _mm512_set1_ps(a2[i]); x2 = _mm512_fmadd_ps(v, b0, x2); y2 = _mm512_fmadd_ps(v, b1, y2);
+            v = _mm512_set1_ps(a3[i]); x3 = _mm512_fmadd_ps(v, b0, x3); y3 = _mm512_fmadd_ps(v, b1, y3);
+            v = _mm512_set1_ps(a4[i]); x4 = _mm512_fmadd_ps(v, b0, x4); y4 = _mm512_fmadd_ps(v, b1, y4);
+            v = _mm512_set1_ps(a5[i]); x5 = _mm512_fmadd_ps(v, b0, x5); y5 = _mm512_fmadd_ps(v, b1, y5);
+        }
+    }
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const __mmask16 mask1 = (__mmask16)((1u << nr1) - 1u);
+    const __m512 xs[6] = {x0, x1, x2, x3, x4, x5}, ys[6] = {y0, y1, y2, y3, y4, y5};
+    for (int32_t m = 0; m < mr; m++) {
+        float *dst = c + (size_t)m * ldc;
+        _mm512_storeu_ps(dst, _mm512_min_ps(_mm512_max_ps(xs[m], vlo), vhi));
+        _mm512_mask_storeu_ps(dst + CK_F32_NR, mask1, _mm512_min_ps(_mm512_max_ps(ys[m], vlo), vhi));
+    }
+}
+#endif
+
+typedef void (*rows_fn)(int32_t, int32_t, int32_t, const float *const *, int32_t, int32_t, int32_t, const float *, size_t,
+                        float *, int32_t, float, float);
+
 typedef void (*tile_fn)(int32_t, int32_t, const float *const *, int32_t, int32_t, const float *, float *, int32_t, float, float);
 
 void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
@@ -243,12 +461,22 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
     const int32_t taps = g->k_h * g->k_w, k = g->in_c;
     if (taps <= 0 || taps > CK_MAX_TAPS) return;
     tile_fn tile = tile_portable, narrow = NULL;
-    int32_t mr_cap = 4;
+    int wide = 0;   // AVX-512: pairs of full column blocks by tile_avx512_wide
+    rows_fn rows = rows_portable;
+    static const int32_t portable_cap[2] = {0, 4};
+    const int32_t *rows_cap = portable_cap;  // blocks in flight per row count, rows 1...rows_max
+    int32_t mr_cap = 4, rows_max = 1;
 #if CK_X86
-    if (isa >= CK_ISA_AVX512) { tile = tile_avx512; narrow = tile_avx512_narrow; mr_cap = 12; }
-    else if (isa >= CK_ISA_AVX2) { tile = tile_avx2; mr_cap = 6; }
+    if (isa >= CK_ISA_AVX512) {
+        tile = tile_avx512; narrow = tile_avx512_narrow; mr_cap = 12; wide = 1;
+        rows = rows_avx512; rows_cap = rows_avx512_cap; rows_max = 4;
+    } else if (isa >= CK_ISA_AVX2) {
+        tile = tile_avx2; mr_cap = 6;
+        rows = rows_avx2; rows_cap = rows_avx2_cap; rows_max = 3;
+    }
 #else
     (void)isa;
+    (void)wide;
 #endif
     const size_t block_stride = (size_t)CK_F32_NR * (1 + (size_t)taps * k);
     const float *ptrs[CK_MAX_TAPS * CK_MAX_MR];
@@ -272,15 +500,41 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
             ox += mr;
             while (ox >= g->out_w) { ox -= g->out_w; oy++; }
         }
-        for (int32_t b = block_begin; b < block_end; b++) {
+        if (mr <= rows_max) {
+            // Few rows: several blocks in flight instead of a mostly idle tile.
+            for (int32_t b = block_begin; b < block_end;) {
+                const int32_t nb = rows_group(block_end - b, rows_cap[mr]);
+                const int32_t nr_last = ck_min(CK_F32_NR, g->out_c - (b + nb - 1) * CK_F32_NR);
+                rows(mr, nb, nr_last, ptrs, mr_cap, taps, k, packed + (size_t)b * block_stride, block_stride,
+                     output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
+                b += nb;
+            }
+            continue;
+        }
+        for (int32_t b = block_begin; b < block_end;) {
             const int32_t nr = ck_min(CK_F32_NR, g->out_c - b * CK_F32_NR);
+#if CK_X86
+            if (wide && nr == CK_F32_NR && b + 1 < block_end) {
+                // Two column blocks per pass, the tile's rows in two halves of 6.
+                const int32_t nr1 = ck_min(CK_F32_NR, g->out_c - (b + 1) * CK_F32_NR);
+                const float *w0 = packed + (size_t)b * block_stride;
+                float *dst = output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR;
+                tile_avx512_wide(ck_min(mr, 6), nr1, ptrs, mr_cap, taps, k, w0, w0 + block_stride, dst, g->out_c, out_min, out_max);
+                if (mr > 6)
+                    tile_avx512_wide(mr - 6, nr1, ptrs + 6, mr_cap, taps, k, w0, w0 + block_stride, dst + 6 * (size_t)g->out_c,
+                                     g->out_c, out_min, out_max);
+                b += 2;
+                continue;
+            }
+#endif
             (nr <= 8 && narrow ? narrow : tile)(mr, nr, ptrs, taps, k, packed + (size_t)b * block_stride,
                  output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
+            b++;
         }
     }
 }
 
-// ---- depthwise, depth multiplier 1: one output row per call, channel chunks outer, columns inner ----
+// ---- depthwise, depth multiplier 1: output rows per call ----
 
 /// The filter taps [lo, hi) whose input coordinate origin + k * dilation lies in [0, size).
 static inline void valid_taps(int32_t origin, int32_t dilation, int32_t taps, int32_t size, int32_t *lo, int32_t *hi) {
@@ -319,134 +573,473 @@ static void dw_row_portable(const ck_conv_geometry *g, const float *input, const
 }
 
 #if CK_X86
-CK_TARGET_AVX2
-static void dw_row_avx2(const ck_conv_geometry *g, const float *input, const float *weights, const float *bias,
-                        float *out, int32_t oy, float lo, float hi) {
-    const int32_t C = g->in_c, iy0 = oy * g->stride_h - g->pad_top;
-    int32_t ky0, ky1;
-    valid_taps(iy0, g->dil_h, g->k_h, g->in_h, &ky0, &ky1);
-    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-    const int32_t full = C & ~7;
-    const size_t step = (size_t)g->stride_w * C;
-    const int32_t span = (g->k_w - 1) * g->dil_w;
-    int32_t ox = 0;
-    while (ox < g->out_w) {
-        const int32_t ix0 = ox * g->stride_w - g->pad_left;
-        const int four = ox + 4 <= g->out_w && ix0 >= 0 && ix0 + 3 * g->stride_w + span < g->in_w;
-        const int32_t n = four ? 4 : 1;
-        int32_t kx0 = 0, kx1 = g->k_w;
-        if (!four) valid_taps(ix0, g->dil_w, g->k_w, g->in_w, &kx0, &kx1);
-        float *o = out + (size_t)ox * C;
-        for (int32_t c0 = 0; c0 < full; c0 += 8) {
-            const __m256 vb = bias ? _mm256_loadu_ps(bias + c0) : _mm256_setzero_ps();
-            __m256 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-            for (int32_t ky = ky0; ky < ky1; ky++) {
-                const float *row = input + (size_t)(iy0 + ky * g->dil_h) * g->in_w * C + c0;
-                const float *w = weights + (size_t)ky * g->k_w * C + c0;
-                for (int32_t kx = kx0; kx < kx1; kx++) {
-                    const __m256 wv = _mm256_loadu_ps(w + (size_t)kx * C);
-                    const float *p = row + (size_t)(ix0 + kx * g->dil_w) * C;
-                    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(p), wv, a0);
-                    if (four) {
-                        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(p + step), wv, a1);
-                        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 2 * step), wv, a2);
-                        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(p + 3 * step), wv, a3);
-                    }
-                }
-            }
-            _mm256_storeu_ps(o + c0, _mm256_min_ps(_mm256_max_ps(a0, vlo), vhi));
-            if (four) {
-                _mm256_storeu_ps(o + C + c0, _mm256_min_ps(_mm256_max_ps(a1, vlo), vhi));
-                _mm256_storeu_ps(o + 2 * (size_t)C + c0, _mm256_min_ps(_mm256_max_ps(a2, vlo), vhi));
-                _mm256_storeu_ps(o + 3 * (size_t)C + c0, _mm256_min_ps(_mm256_max_ps(a3, vlo), vhi));
-            }
+// x86 depthwise. A pass computes one or two neighbouring output rows: the input rows they read are
+// listed once (dw_tap_row: the row and the filter row each output row applies to it), so with two
+// rows an input row loaded for one output row also feeds the other, and twice as many independent
+// accumulator chains are in flight. A pass is cut into channel chunks (16 floats in a zmm, masked
+// for a tail; 8 in a ymm on AVX2 machines) and each chunk into blocks of up to 8 neighbouring
+// output columns. For the common filter widths, strides and dilations (dw_variant) these are
+// compile-time constants: a block loads each input column of an input row once and feeds it to
+// every output of the block that reads it (stride 1: three outputs for a 3-wide filter). Blocks
+// touching the left/right border read zeros for taps outside the image (rows outside it are not
+// listed). With exactly 8 channels and stride 1, a zmm holds two neighbouring output pixels (the
+// filter taps broadcast to both halves), so no lane idles. Every output element is bias + its taps
+// in (ky, kx) order, whatever the blocking and the rows a call gets, so the split into pieces (and
+// threads) changes nothing.
+
+static inline int32_t ck_max(int32_t a, int32_t b) { return a > b ? a : b; }
+
+/// Read instead of input columns left or right of the image.
+static const float ck_dw_zero[16] __attribute__((aligned(64))) = {0};
+
+/// An input row a pass reads and the filter row (k_w taps × C) each of its output rows applies to it (NULL: none).
+typedef struct {
+    const float *in;
+    const float *w[2];
+} dw_tap_row;
+
+typedef struct {
+    const dw_tap_row *taps;
+    int32_t ntaps;
+    const float *bias;     ///< bias, or NULL
+    float *out[2];         ///< the pass's output rows (out[1] NULL for a one-row pass)
+    size_t c0;             ///< the chunk's first channel
+    size_t C;              ///< channels (pixel stride)
+    int32_t in_w, out_w, k_w, stride_w, dil_w, pad_left;
+    int32_t ox_lo, ox_hi;  ///< output columns [ox_lo, ox_hi) read no tap outside the image
+} dw_pass;
+
+/// Output columns whose horizontal taps all fall inside the image: [*lo, *hi) (possibly empty).
+static void dw_interior(const ck_conv_geometry *g, int32_t *lo, int32_t *hi) {
+    const int32_t s = g->stride_w, span = (g->k_w - 1) * g->dil_w;
+    int32_t a = (g->pad_left + s - 1) / s;
+    const int32_t num = g->in_w - 1 - span + g->pad_left;
+    int32_t b = num < 0 ? 0 : num / s + 1;
+    if (a > g->out_w) a = g->out_w;
+    if (b > g->out_w) b = g->out_w;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
+/// Lists the input rows output rows oy .. oy + rows - 1 (rows 1 or 2) read, in increasing order.
+static int32_t dw_tap_rows(const ck_conv_geometry *g, const float *input, const float *weights, int32_t oy, int32_t rows,
+                           dw_tap_row *list) {
+    const size_t row_stride = (size_t)g->in_w * g->in_c, w_row = (size_t)g->k_w * g->in_c;
+    int32_t iy[2], ky[2], ky1[2];
+    for (int32_t q = 0; q < 2; q++) {
+        iy[q] = (oy + q) * g->stride_h - g->pad_top;
+        if (q < rows) valid_taps(iy[q], g->dil_h, g->k_h, g->in_h, &ky[q], &ky1[q]);
+        else ky[q] = ky1[q] = 0;
+    }
+    int32_t n = 0;
+    while (ky[0] < ky1[0] || ky[1] < ky1[1]) {
+        const int32_t y0 = ky[0] < ky1[0] ? iy[0] + ky[0] * g->dil_h : INT32_MAX;
+        const int32_t y1 = ky[1] < ky1[1] ? iy[1] + ky[1] * g->dil_h : INT32_MAX;
+        const int32_t y = y0 < y1 ? y0 : y1;
+        list[n].in = input + (size_t)y * row_stride;
+        list[n].w[0] = list[n].w[1] = NULL;
+        if (y0 == y) list[n].w[0] = weights + (size_t)ky[0]++ * w_row;
+        if (y1 == y) list[n].w[1] = weights + (size_t)ky[1]++ * w_row;
+        n++;
+    }
+    return n;
+}
+
+/// Block sizes 8, 4, 2, 1 (at most `nmax`): the largest that fits the `left` columns.
+static inline int32_t dw_block_size(int32_t left, int32_t nmax) {
+    return left >= 8 && nmax >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+}
+
+// ---- AVX-512: 16-channel chunks ----
+
+/// N output columns from column ox of R output rows; filter width K, stride S, dilation D.
+CK_TARGET_AVX512 CK_INLINE
+void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
+               const int N, const int K, const int S, const int D, const int R, const int CHECK) {
+    enum { LMAX = 7 * 2 + 4 * 4 + 1 };
+    const int L = (N - 1) * S + (K - 1) * D + 1;
+    const int32_t ix0 = ox * S - r->pad_left;
+    const size_t C = r->C;
+    const __m512 vb = r->bias ? _mm512_maskz_loadu_ps(mask, r->bias + r->c0) : _mm512_setzero_ps();
+    __m512 acc[2][8];
+    CK_UNROLL for (int q = 0; q < R; q++) CK_UNROLL for (int j = 0; j < N; j++) acc[q][j] = vb;
+    for (int32_t e = 0; e < r->ntaps; e++) {
+        const dw_tap_row *t = r->taps + e;
+        const float *row = t->in + r->c0;
+        __m512 x[LMAX];
+        CK_UNROLL for (int i = 0; i < L; i++) {
+            const int32_t ix = ix0 + i;
+            const float *p = (!CHECK || (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
+            x[i] = _mm512_maskz_loadu_ps(mask, p);
         }
-        for (int32_t j = 0; j < n; j++) {
-            const int32_t jx0 = ix0 + j * g->stride_w;
-            for (int32_t c = full; c < C; c++) {
-                float acc = bias ? bias[c] : 0.0f;
-                for (int32_t ky = ky0; ky < ky1; ky++)
-                    for (int32_t kx = kx0; kx < kx1; kx++)
-                        acc += input[((size_t)(iy0 + ky * g->dil_h) * g->in_w + (jx0 + kx * g->dil_w)) * C + c] *
-                               weights[((size_t)ky * g->k_w + kx) * C + c];
-                acc = acc < lo ? lo : acc;
-                o[(size_t)j * C + c] = acc > hi ? hi : acc;
-            }
+        CK_UNROLL for (int q = 0; q < R; q++) {
+            if (R > 1 && !t->w[q]) continue;
+            const float *wr = t->w[q] + r->c0;
+            __m512 wv[5];
+            CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = _mm512_maskz_loadu_ps(mask, wr + (size_t)kx * C);
+            CK_UNROLL for (int j = 0; j < N; j++)
+                CK_UNROLL for (int kx = 0; kx < K; kx++) acc[q][j] = _mm512_fmadd_ps(x[j * S + kx * D], wv[kx], acc[q][j]);
+        }
+    }
+    CK_UNROLL for (int q = 0; q < R; q++) {
+        if (q > 0 && !r->out[q]) break;
+        float *o = r->out[q] + r->c0 + (size_t)ox * C;
+        CK_UNROLL for (int j = 0; j < N; j++)
+            _mm512_mask_storeu_ps(o + (size_t)j * C, mask, _mm512_min_ps(_mm512_max_ps(acc[q][j], vlo), vhi));
+    }
+}
+
+CK_TARGET_AVX512 CK_INLINE
+void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R) {
+    // Border columns in checked blocks of up to 4 (the right border's block starts early enough to
+    // hold 4 columns), the columns between in unchecked blocks of up to 8.
+    int32_t ox = 0;
+    while (ox < r->ox_lo) {
+        const int32_t n = dw_block_size(r->out_w - ox, 4);
+        switch (n) {
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1); break;
+        }
+        ox += n;
+    }
+    const int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
+    while (ox < right) {
+        const int32_t n = dw_block_size(right - ox, 8);
+        switch (n) {
+        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
+        }
+        ox += n;
+    }
+    while (ox < r->out_w) {
+        const int32_t n = dw_block_size(r->out_w - ox, 4);
+        switch (n) {
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1); break;
         }
         ox += n;
     }
 }
 
+/// Any filter width, stride and dilation (one-row passes): 8 columns in flight, every tap's column checked.
 CK_TARGET_AVX512
-static void dw_row_avx512(const ck_conv_geometry *g, const float *input, const float *weights, const float *bias,
-                          float *out, int32_t oy, float lo, float hi) {
-    const int32_t C = g->in_c, iy0 = oy * g->stride_h - g->pad_top;
-    int32_t ky0, ky1;
-    valid_taps(iy0, g->dil_h, g->k_h, g->in_h, &ky0, &ky1);
-    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    const size_t step = (size_t)g->stride_w * C;   // input distance between neighbouring output columns
-    const int32_t span = (g->k_w - 1) * g->dil_w;  // input columns one window covers, minus one
-    for (int32_t c0 = 0; c0 < C; c0 += 16) {
-        const __mmask16 mask = (__mmask16)((1u << ck_min(16, C - c0)) - 1u);
-        const __m512 vb = bias ? _mm512_maskz_loadu_ps(mask, bias + c0) : _mm512_setzero_ps();
-        const float *in_c0 = input + c0;
-        const float *w_c0 = weights + c0;
-        int32_t ox = 0;
-        while (ox < g->out_w) {
-            const int32_t ix0 = ox * g->stride_w - g->pad_left;
-            if (ox + 4 <= g->out_w && ix0 >= 0 && ix0 + 3 * g->stride_w + span < g->in_w) {
-                // Four interior columns at once: four independent FMA chains hide the FMA latency.
-                __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-                for (int32_t ky = ky0; ky < ky1; ky++) {
-                    const float *row = in_c0 + ((size_t)(iy0 + ky * g->dil_h) * g->in_w + ix0) * C;
-                    const float *w = w_c0 + (size_t)ky * g->k_w * C;
-                    for (int32_t kx = 0; kx < g->k_w; kx++) {
-                        const __m512 wv = _mm512_maskz_loadu_ps(mask, w + (size_t)kx * C);
-                        const float *p = row + (size_t)kx * g->dil_w * C;
-                        a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, p), wv, a0);
-                        a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, p + step), wv, a1);
-                        a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, p + 2 * step), wv, a2);
-                        a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, p + 3 * step), wv, a3);
-                    }
+static void dwz_chunk_generic(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi) {
+    const size_t C = r->C;
+    const __m512 vb = r->bias ? _mm512_maskz_loadu_ps(mask, r->bias + r->c0) : _mm512_setzero_ps();
+    for (int32_t ox = 0; ox < r->out_w; ox += 8) {
+        const int32_t n = ck_min(8, r->out_w - ox);
+        __m512 acc[8];
+        CK_UNROLL for (int j = 0; j < 8; j++) acc[j] = vb;
+        for (int32_t e = 0; e < r->ntaps; e++) {
+            const float *row = r->taps[e].in + r->c0, *wr = r->taps[e].w[0] + r->c0;
+            for (int32_t kx = 0; kx < r->k_w; kx++) {
+                const __m512 wv = _mm512_maskz_loadu_ps(mask, wr + (size_t)kx * C);
+                const int32_t ix0 = ox * r->stride_w - r->pad_left + kx * r->dil_w;
+                CK_UNROLL for (int j = 0; j < 8; j++) {
+                    const int32_t ix = ix0 + j * r->stride_w;
+                    const float *p = (j < n && (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
+                    acc[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, p), wv, acc[j]);
                 }
-                float *o = out + (size_t)ox * C + c0;
-                _mm512_mask_storeu_ps(o, mask, _mm512_min_ps(_mm512_max_ps(a0, vlo), vhi));
-                _mm512_mask_storeu_ps(o + C, mask, _mm512_min_ps(_mm512_max_ps(a1, vlo), vhi));
-                _mm512_mask_storeu_ps(o + 2 * (size_t)C, mask, _mm512_min_ps(_mm512_max_ps(a2, vlo), vhi));
-                _mm512_mask_storeu_ps(o + 3 * (size_t)C, mask, _mm512_min_ps(_mm512_max_ps(a3, vlo), vhi));
-                ox += 4;
-                continue;
             }
-            int32_t kx0, kx1;
-            valid_taps(ix0, g->dil_w, g->k_w, g->in_w, &kx0, &kx1);
-            __m512 acc = vb;
-            for (int32_t ky = ky0; ky < ky1; ky++) {
-                const float *row = in_c0 + (size_t)(iy0 + ky * g->dil_h) * g->in_w * C;
-                const float *w = w_c0 + (size_t)ky * g->k_w * C;
-                for (int32_t kx = kx0; kx < kx1; kx++)
-                    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, row + (size_t)(ix0 + kx * g->dil_w) * C),
-                                          _mm512_maskz_loadu_ps(mask, w + (size_t)kx * C), acc);
-            }
-            _mm512_mask_storeu_ps(out + (size_t)ox * C + c0, mask, _mm512_min_ps(_mm512_max_ps(acc, vlo), vhi));
-            ox++;
         }
+        for (int32_t j = 0; j < n; j++)
+            _mm512_mask_storeu_ps(r->out[0] + r->c0 + (size_t)(ox + j) * C, mask, _mm512_min_ps(_mm512_max_ps(acc[j], vlo), vhi));
+    }
+}
+
+// ---- AVX-512, exactly 8 channels, stride 1: a zmm holds output pixels (x, x + 1) ----
+
+/// NP pixel pairs from column ox of R output rows; filter width K, dilation D (stride 1). Input
+/// vector i holds columns ix0 + i and ix0 + i + 1; pair j's tap kx reads vector 2j + kx·D.
+CK_TARGET_AVX512 CK_INLINE
+void dwp_block(const dw_pass *r, __m512 vlo, __m512 vhi, int32_t ox, const int NP, const int K, const int D,
+               const int R, const int CHECK) {
+    enum { LMAX = 7 * 2 + 4 * 4 + 1 };
+    const int L = 2 * (NP - 1) + (K - 1) * D + 1;
+    const int32_t ix0 = ox - r->pad_left;
+    const __m512 vb = r->bias ? _mm512_broadcast_f32x8(_mm256_loadu_ps(r->bias)) : _mm512_setzero_ps();
+    __m512 acc[2][8];
+    CK_UNROLL for (int q = 0; q < R; q++) CK_UNROLL for (int j = 0; j < NP; j++) acc[q][j] = vb;
+    for (int32_t e = 0; e < r->ntaps; e++) {
+        const dw_tap_row *t = r->taps + e;
+        // Byte arithmetic: a border vector's address may lie one pixel before the row (its lanes there are masked off).
+        const uintptr_t row = (uintptr_t)t->in;
+        __m512 x[LMAX];
+        CK_UNROLL for (int i = 0; i < L; i++) {
+            const int32_t ix = ix0 + i;
+            const float *p = (const float *)(row + (uintptr_t)((intptr_t)ix * 32));
+            if (CHECK) {
+                const __mmask16 m = (__mmask16)(((uint32_t)ix < (uint32_t)r->in_w ? 0x00FFu : 0u) |
+                                                ((uint32_t)(ix + 1) < (uint32_t)r->in_w ? 0xFF00u : 0u));
+                x[i] = _mm512_maskz_loadu_ps(m, p);
+            } else {
+                x[i] = _mm512_loadu_ps(p);
+            }
+        }
+        CK_UNROLL for (int q = 0; q < R; q++) {
+            if (R > 1 && !t->w[q]) continue;
+            __m512 wv[5];
+            CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = _mm512_broadcast_f32x8(_mm256_loadu_ps(t->w[q] + kx * 8));
+            CK_UNROLL for (int j = 0; j < NP; j++)
+                CK_UNROLL for (int kx = 0; kx < K; kx++) acc[q][j] = _mm512_fmadd_ps(x[2 * j + kx * D], wv[kx], acc[q][j]);
+        }
+    }
+    CK_UNROLL for (int q = 0; q < R; q++) {
+        if (q > 0 && !r->out[q]) break;
+        float *o = r->out[q] + (size_t)ox * 8;
+        CK_UNROLL for (int j = 0; j < NP; j++) {
+            const __m512 v = _mm512_min_ps(_mm512_max_ps(acc[q][j], vlo), vhi);
+            if (CHECK) {
+                const int32_t px = ox + 2 * j;
+                const __mmask16 m = (__mmask16)((px < r->out_w ? 0x00FFu : 0u) | (px + 1 < r->out_w ? 0xFF00u : 0u));
+                _mm512_mask_storeu_ps(o + 16 * j, m, v);
+            } else {
+                _mm512_storeu_ps(o + 16 * j, v);
+            }
+        }
+    }
+}
+
+CK_TARGET_AVX512 CK_INLINE
+void dwp_chunk_impl(const dw_pass *r, __m512 vlo, __m512 vhi, const int K, const int D, const int R) {
+    // Checked blocks of 2 pairs at the borders, unchecked blocks of 8, 4, 2, 1 pairs between.
+    int32_t ox = 0;
+    for (; ox < r->ox_lo; ox += 4) dwp_block(r, vlo, vhi, ox, 2, K, D, R, 1);
+    int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
+    right -= (right - ox) & 1;
+    while (ox < right) {
+        const int32_t n = dw_block_size((right - ox) / 2, 8);
+        switch (n) {
+        case 8: dwp_block(r, vlo, vhi, ox, 8, K, D, R, 0); break;
+        case 4: dwp_block(r, vlo, vhi, ox, 4, K, D, R, 0); break;
+        case 2: dwp_block(r, vlo, vhi, ox, 2, K, D, R, 0); break;
+        default: dwp_block(r, vlo, vhi, ox, 1, K, D, R, 0); break;
+        }
+        ox += 2 * n;
+    }
+    for (; ox < r->out_w; ox += 4) dwp_block(r, vlo, vhi, ox, 2, K, D, R, 1);
+}
+
+/// The (filter width, stride, dilation) combinations with compile-time kernels: 3×3 stride 1 and
+/// 2, 3×3 dilated 2 and 4 (deeplab), 5×5 stride 1 and 2 (face detection, selfie segmentation).
+enum { DW_GENERIC = 0, DW_K3S1, DW_K3S2, DW_K3D2, DW_K3D4, DW_K5S1, DW_K5S2 };
+
+static int dw_variant(const ck_conv_geometry *g) {
+    const int32_t k = g->k_w, s = g->stride_w, d = g->dil_w;
+    if (k == 3 && s == 1 && d == 1) return DW_K3S1;
+    if (k == 3 && s == 2 && d == 1) return DW_K3S2;
+    if (k == 3 && s == 1 && d == 2) return DW_K3D2;
+    if (k == 3 && s == 1 && d == 4) return DW_K3D4;
+    if (k == 5 && s == 1 && d == 1) return DW_K5S1;
+    if (k == 5 && s == 2 && d == 1) return DW_K5S2;
+    return DW_GENERIC;
+}
+
+/// Output rows per pass on AVX-512: two where they share input rows (stride and dilation 1) and the
+/// registers hold 2 × 8 accumulators with a block's input columns.
+static int32_t dwz_rows_per_pass(const ck_conv_geometry *g, int variant) {
+    return (variant == DW_K3S1 || variant == DW_K5S1) && g->stride_h == 1 && g->dil_h == 1 ? 2 : 1;
+}
+
+CK_TARGET_AVX512
+static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, __m512 vlo, __m512 vhi) {
+    switch (variant) {
+    case DW_K3S1: dwz_chunk_impl(r, mask, vlo, vhi, 3, 1, 1, 2); break;
+    case DW_K3S2: dwz_chunk_impl(r, mask, vlo, vhi, 3, 2, 1, 1); break;
+    case DW_K3D2: dwz_chunk_impl(r, mask, vlo, vhi, 3, 1, 2, 1); break;
+    case DW_K3D4: dwz_chunk_impl(r, mask, vlo, vhi, 3, 1, 4, 1); break;
+    case DW_K5S1: dwz_chunk_impl(r, mask, vlo, vhi, 5, 1, 1, 2); break;
+    case DW_K5S2: dwz_chunk_impl(r, mask, vlo, vhi, 5, 2, 1, 1); break;
+    default: dwz_chunk_generic(r, mask, vlo, vhi); break;
+    }
+}
+
+/// The pass description shared by every chunk and row (taps, ntaps, out and c0 are set per pass).
+static void dw_pass_init(dw_pass *r, const ck_conv_geometry *g, const float *bias) {
+    r->taps = NULL;
+    r->ntaps = 0;
+    r->bias = bias;
+    r->out[0] = r->out[1] = NULL;
+    r->c0 = 0;
+    r->C = (size_t)g->in_c;
+    r->in_w = g->in_w;
+    r->out_w = g->out_w;
+    r->k_w = g->k_w;
+    r->stride_w = g->stride_w;
+    r->dil_w = g->dil_w;
+    r->pad_left = g->pad_left;
+    dw_interior(g, &r->ox_lo, &r->ox_hi);
+}
+
+/// Points pass `r` at output rows oy .. oy + rows - 1 (rows 1 or 2).
+static void dw_pass_rows(dw_pass *r, dw_tap_row *taps, const ck_conv_geometry *g, const float *input, const float *weights,
+                         float *output, int32_t oy, int32_t rows) {
+    r->taps = taps;
+    r->ntaps = dw_tap_rows(g, input, weights, oy, rows, taps);
+    r->out[0] = output + (size_t)oy * g->out_w * g->in_c;
+    r->out[1] = rows > 1 ? r->out[0] + (size_t)g->out_w * g->in_c : NULL;
+}
+
+CK_TARGET_AVX512
+static void dw_rows_avx512(const ck_conv_geometry *g, const float *input, const float *weights, const float *bias,
+                           float *output, int32_t row_begin, int32_t row_end, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    const int variant = dw_variant(g);
+    const int32_t C = g->in_c, per_pass = dwz_rows_per_pass(g, variant);
+    const int pairs = C == 8 && (variant == DW_K3S1 || variant == DW_K5S1);
+    dw_tap_row taps[2 * CK_MAX_TAPS];
+    dw_pass r;
+    dw_pass_init(&r, g, bias);
+    for (int32_t oy = row_begin; oy < row_end; oy += per_pass) {
+        dw_pass_rows(&r, taps, g, input, weights, output, oy, ck_min(per_pass, row_end - oy));
+        if (pairs) {
+            if (variant == DW_K3S1) dwp_chunk_impl(&r, vlo, vhi, 3, 1, 2);
+            else dwp_chunk_impl(&r, vlo, vhi, 5, 1, 2);
+            continue;
+        }
+        for (r.c0 = 0; (int32_t)r.c0 < C; r.c0 += 16) {
+            const int32_t live = ck_min(16, C - (int32_t)r.c0);
+            dwz_chunk(&r, variant, (__mmask16)((1u << live) - 1u), vlo, vhi);
+        }
+    }
+}
+
+// ---- AVX2: 8-channel chunks, one-row passes, blocks of up to 4 columns (16 ymm registers) ----
+
+CK_TARGET_AVX2 CK_INLINE
+void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, int32_t ox, const int N, const int K, const int S, const int D,
+               const int CHECK) {
+    enum { LMAX = 3 * 2 + 4 * 4 + 1 };
+    const int L = (N - 1) * S + (K - 1) * D + 1;
+    const int32_t ix0 = ox * S - r->pad_left;
+    const size_t C = r->C;
+    const __m256 vb = r->bias ? _mm256_loadu_ps(r->bias + r->c0) : _mm256_setzero_ps();
+    __m256 acc[4];
+    CK_UNROLL for (int j = 0; j < N; j++) acc[j] = vb;
+    for (int32_t e = 0; e < r->ntaps; e++) {
+        const float *row = r->taps[e].in + r->c0, *wr = r->taps[e].w[0] + r->c0;
+        __m256 x[LMAX];
+        CK_UNROLL for (int i = 0; i < L; i++) {
+            const int32_t ix = ix0 + i;
+            const float *p = (!CHECK || (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
+            x[i] = _mm256_loadu_ps(p);
+        }
+        CK_UNROLL for (int kx = 0; kx < K; kx++) {
+            const __m256 wv = _mm256_loadu_ps(wr + (size_t)kx * C);
+            CK_UNROLL for (int j = 0; j < N; j++) acc[j] = _mm256_fmadd_ps(x[j * S + kx * D], wv, acc[j]);
+        }
+    }
+    float *o = r->out[0] + r->c0 + (size_t)ox * C;
+    CK_UNROLL for (int j = 0; j < N; j++)
+        _mm256_storeu_ps(o + (size_t)j * C, _mm256_min_ps(_mm256_max_ps(acc[j], vlo), vhi));
+}
+
+CK_TARGET_AVX2 CK_INLINE
+void dwy_chunk_impl(const dw_pass *r, __m256 vlo, __m256 vhi, const int K, const int S, const int D) {
+    int32_t ox = 0;
+    while (ox < r->ox_lo) {
+        const int32_t n = dw_block_size(r->out_w - ox, 4);
+        switch (n) {
+        case 4: dwy_block(r, vlo, vhi, ox, 4, K, S, D, 1); break;
+        case 2: dwy_block(r, vlo, vhi, ox, 2, K, S, D, 1); break;
+        default: dwy_block(r, vlo, vhi, ox, 1, K, S, D, 1); break;
+        }
+        ox += n;
+    }
+    const int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
+    while (ox < r->out_w) {
+        const int32_t n = dw_block_size((ox < right ? right : r->out_w) - ox, 4);
+        const int check = ox >= right;
+        switch (n * 2 + check) {
+        case 8: dwy_block(r, vlo, vhi, ox, 4, K, S, D, 0); break;
+        case 9: dwy_block(r, vlo, vhi, ox, 4, K, S, D, 1); break;
+        case 4: dwy_block(r, vlo, vhi, ox, 2, K, S, D, 0); break;
+        case 5: dwy_block(r, vlo, vhi, ox, 2, K, S, D, 1); break;
+        case 2: dwy_block(r, vlo, vhi, ox, 1, K, S, D, 0); break;
+        default: dwy_block(r, vlo, vhi, ox, 1, K, S, D, 1); break;
+        }
+        ox += n;
+    }
+}
+
+/// Any filter width, stride and dilation, `live` (1..8) channels: 4 columns in flight, every tap's
+/// column checked.
+CK_TARGET_AVX2
+static void dwy_chunk_generic(const dw_pass *r, int32_t live, __m256 vlo, __m256 vhi) {
+    const size_t C = r->C;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 vb = r->bias ? _mm256_maskload_ps(r->bias + r->c0, mask) : _mm256_setzero_ps();
+    for (int32_t ox = 0; ox < r->out_w; ox += 4) {
+        const int32_t n = ck_min(4, r->out_w - ox);
+        __m256 acc[4];
+        CK_UNROLL for (int j = 0; j < 4; j++) acc[j] = vb;
+        for (int32_t e = 0; e < r->ntaps; e++) {
+            const float *row = r->taps[e].in + r->c0, *wr = r->taps[e].w[0] + r->c0;
+            for (int32_t kx = 0; kx < r->k_w; kx++) {
+                const __m256 wv = _mm256_maskload_ps(wr + (size_t)kx * C, mask);
+                const int32_t ix0 = ox * r->stride_w - r->pad_left + kx * r->dil_w;
+                CK_UNROLL for (int j = 0; j < 4; j++) {
+                    const int32_t ix = ix0 + j * r->stride_w;
+                    const float *p = (j < n && (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
+                    acc[j] = _mm256_fmadd_ps(_mm256_maskload_ps(p, mask), wv, acc[j]);
+                }
+            }
+        }
+        for (int32_t j = 0; j < n; j++)
+            _mm256_maskstore_ps(r->out[0] + r->c0 + (size_t)(ox + j) * C, mask, _mm256_min_ps(_mm256_max_ps(acc[j], vlo), vhi));
+    }
+}
+
+CK_TARGET_AVX2
+static void dwy_chunk(const dw_pass *r, int variant, __m256 vlo, __m256 vhi) {
+    switch (variant) {
+    case DW_K3S1: dwy_chunk_impl(r, vlo, vhi, 3, 1, 1); break;
+    case DW_K3S2: dwy_chunk_impl(r, vlo, vhi, 3, 2, 1); break;
+    case DW_K5S1: dwy_chunk_impl(r, vlo, vhi, 5, 1, 1); break;
+    default: dwy_chunk_generic(r, 8, vlo, vhi); break;  // rarer shapes: less code for AVX2-only machines
+    }
+}
+
+CK_TARGET_AVX2
+static void dw_rows_avx2(const ck_conv_geometry *g, const float *input, const float *weights, const float *bias,
+                         float *output, int32_t row_begin, int32_t row_end, float lo, float hi) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const int variant = dw_variant(g);
+    const int32_t C = g->in_c;
+    dw_tap_row taps[CK_MAX_TAPS];
+    dw_pass r;
+    dw_pass_init(&r, g, bias);
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        dw_pass_rows(&r, taps, g, input, weights, output, oy, 1);
+        for (r.c0 = 0; (int32_t)r.c0 + 8 <= C; r.c0 += 8) dwy_chunk(&r, variant, vlo, vhi);
+        if ((int32_t)r.c0 < C) dwy_chunk_generic(&r, C - (int32_t)r.c0, vlo, vhi);
     }
 }
 #endif
 
-typedef void (*dw_row_fn)(const ck_conv_geometry *, const float *, const float *, const float *, float *, int32_t, float, float);
-
 void ck_dwconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *weights,
                    const float *bias, float *output, int32_t row_begin, int32_t row_end,
                    float out_min, float out_max) {
-    dw_row_fn fn = dw_row_portable;
+    if (g->in_c <= 0 || g->out_w <= 0 || row_begin >= row_end) return;
 #if CK_X86
-    // Fewer than 16 channels would leave most of a 512-bit vector idle: the 256-bit rows are faster.
-    if (isa >= CK_ISA_AVX512 && g->in_c >= 16) fn = dw_row_avx512;
-    else if (isa >= CK_ISA_AVX2) fn = dw_row_avx2;
+    if (g->k_h > 0 && g->k_h <= CK_MAX_TAPS) {
+        if (isa >= CK_ISA_AVX512) {
+            dw_rows_avx512(g, input, weights, bias, output, row_begin, row_end, out_min, out_max);
+            return;
+        }
+        if (isa >= CK_ISA_AVX2) {
+            dw_rows_avx2(g, input, weights, bias, output, row_begin, row_end, out_min, out_max);
+            return;
+        }
+    }
 #else
     (void)isa;
 #endif
     for (int32_t oy = row_begin; oy < row_end; oy++)
-        fn(g, input, weights, bias, output + (size_t)oy * g->out_w * g->out_c, oy, out_min, out_max);
+        dw_row_portable(g, input, weights, bias, output + (size_t)oy * g->out_w * g->out_c, oy, out_min, out_max);
 }

@@ -165,7 +165,9 @@ struct OptimizedConvFloatKernel: Kernel {
 }
 
 /// Float32 DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights read in place,
-/// output rows split into pieces.
+/// output rows split into at most `pieces` pieces of whole row pairs (the kernel computes two
+/// neighbouring rows per pass, sharing their input rows). Every output element is computed the same
+/// way whatever rows a piece holds, so results do not depend on the split or the thread count.
 struct OptimizedDepthwiseFloatKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
@@ -179,13 +181,13 @@ struct OptimizedDepthwiseFloatKernel: Kernel {
         let weights = io.input(1, as: Float.self)
         let bias: UnsafePointer<Float>? = hasBias ? io.input(2, as: Float.self) : nil
         let output = io.output(0, as: Float.self)
-        let rows = Int(geometry.out_h)
+        let rows = Int(geometry.out_h), pairs = (rows + 1) / 2
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
-        io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
+        io.forEachImageRows(batches: batches, rowCount: pairs, pieces: max(1, min(pieces, pairs))) { n, range in
             var g = geometry
             ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
-                          Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+                          Int32(2 * range.lowerBound), Int32(min(rows, 2 * range.upperBound)), floatMin, floatMax)
         }
     }
 }
