@@ -833,9 +833,30 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
 
 // ---- depthwise convolution, depth multiplier 1 ----
 
-size_t ck_dwconv_q8_packed_count(const ck_conv_geometry *g) {
+/// int32 values of the 3x3 variant's header (whether it is used, its mode and layout) before its
+/// blocks (see q8_dw3_rows).
+#define Q8_DW3_HEADER 16
+#define Q8_DW3_VARIANT 0
+#define Q8_DW3_MODE 1
+#define Q8_DW3_LAYOUT 2
+/// Whether the blocks after the groups of 64 channels run the per-tap AVX-512 kernel (one output
+/// row per pass: faster there than 16-channel quads; its weights and bias are prepared as well).
+#define Q8_DW3_REST 3
+/// Weight vectors of 16 channels x 4 bytes per block of the 3x3 variant: A and B of each filter
+/// column, then DA and DB; then its requantization record (Q8_DW3_R_*).
+#define Q8_DW3_VECS 8
+#define Q8_DW3_REC 256
+#define Q8_DW3_BLOCK (Q8_DW3_VECS * 16 + Q8_DW3_REC)
+static int32_t q8_dw3_block_count(int32_t C);
+
+/// int32 values of the per-tap layout every variant but the 3x3 one reads.
+static size_t q8_dw_taps_count(const ck_conv_geometry *g) {
     const size_t cp = ((size_t)g->in_c + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
     return (size_t)g->k_h * (size_t)g->k_w * cp;
+}
+
+size_t ck_dwconv_q8_packed_count(const ck_conv_geometry *g) {
+    return q8_dw_taps_count(g) + Q8_DW3_HEADER + (size_t)q8_dw3_block_count(g->in_c) * Q8_DW3_BLOCK;
 }
 
 void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
@@ -854,6 +875,9 @@ void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is
             packed[(size_t)t * cp + c] = v;
         }
     }
+    // No 3x3 variant until ck_dwconv_q8_prepare picks it.
+    const size_t taps_count = q8_dw_taps_count(g);
+    memset(packed + taps_count, 0, (ck_dwconv_q8_packed_count(g) - taps_count) * sizeof(int32_t));
 }
 
 /// One output pixel's valid taps: element offsets into the image and into the packed weights.
@@ -876,6 +900,9 @@ typedef struct {
     /// Consecutive output pixels with the same valid taps (1, or 4 for the AVX-512 variants), and
     /// the input elements between them.
     int32_t pixels, pixel_step;
+    /// The first channel the AVX-512 variants compute (a multiple of 64; the 3x3 variant has done
+    /// the ones before).
+    int32_t c_begin;
 } q8_dw_args;
 
 Q8_INLINE void q8_dw_portable_body(const int SIGNED, const q8_dw_args *a) {
@@ -1023,7 +1050,7 @@ Q8_TARGET_AVX2 static void q8_dw_avx2_s(const q8_dw_args *a) { q8_dw_avx2_body(1
     }                                                                                                 \
     TARGET Q8_INLINE void NAME##_body(const int SIGNED, const int PX, const q8_dw_args *a) {          \
         const int32_t C = a->g->in_c;                                                                 \
-        int32_t c0 = 0;                                                                               \
+        int32_t c0 = a->c_begin;                                                                      \
         for (; c0 + 64 <= C; c0 += 64) NAME##_group(SIGNED, 4, 0, PX, a, c0);                         \
         const int32_t rest = (C - c0 + 15) / 16;                                                      \
         if (C % 16 == 0) {                                                                            \
@@ -1048,13 +1075,594 @@ Q8_DW512(Q8_TARGET_AVX512, q8_dw_avx512, Q8_DOT_AVX512, q8_requant_avx512)
 Q8_DW512(Q8_TARGET_VNNI, q8_dw_vnni, Q8_DOT_VNNI, q8_requant_vnni)
 #endif
 
+// ---- 3x3 depthwise on AVX-512-VNNI: vpdpbusd over vertical quads of input rows ----
+//
+// Each int32 lane (one channel) of a quad holds the channel's bytes of one input column in four
+// input rows r0..r3, as unsigned u = x (uint8) or x ^ 0x80 = x + 128 (int8). Weight vector A of
+// filter column kx holds (s(0,kx), s(1,kx), s(2,kx), 0) per channel and B (0, s(0,kx), s(1,kx),
+// s(2,kx)), s = (w - filter zero point) - d: with r0..r3 = iy..iy+3, one quad feeds output row oy
+// through A and row oy + 1 through B (stride 1, dilation 1 vertically: two output rows per pass;
+// otherwise one, r3 a pad read with weight 0). d is 0 when every weight minus its zero point fits
+// int8 (mode 0: one vpdpbusd per quad and filter column); otherwise (mode 1) a per-channel d makes
+// s fit and DA = (d, d, d, 0), DB = (0, d, d, d) add the d * u terms (two vpdpbusd). The sum over
+// the taps of u * (w - zw) differs from the reference's (x - zx) * (w - zw) by zu * sum(w - zw),
+// zu = zx (+ 128 for int8), folded into the bias; taps outside the image read the pad of zx
+// (contributing 0). int32 sums wrap like the reference's.
+//
+// Quads come three ways. Channels in full groups of 64: each row's 64 bytes of a column go through
+// two rounds of in-lane unpacks (vpunpck[lh]bw, vpunpck[lh]wd) into four blocks' quads, so lane
+// 4l + i of the group's block k is channel 16l + 4k + i (weights and requantization records are
+// packed in that order) and vpackssdw + vpacksswb / vpackuswb of the four blocks' results restore
+// the channel order. 8, 16 or 32 channels at stride 1 ("flat"): the same on 64 bytes holding a run
+// of 64 / C neighbouring pixels, lane 4l + i of block k being byte 16l + 4k + i of the run (runs
+// that straddle a border are read from padded copies). Other blocks of 16 channels: four 16-byte
+// row loads, a dword permute and an in-lane byte transpose per quad in two-row passes; in one-row
+// passes (stride 2, dilation 2) those blocks run the per-tap AVX-512 kernel instead, faster there.
+//
+// Along a row, several output pixels are in flight: the quads of the input columns their windows
+// cover are built once each and feed every (pixel, kx) that reads them. A table per row pass and
+// chunk of output pixels holds each (row, column)'s address or the pad, so borders cost nothing in
+// the loop. When fewer pixels than a window remain, the window overlaps the previous one (the same
+// values, stored again).
+//
+// Requantization, the cost that dominates at 9 products per output (about 11 of the ~19 vector
+// instructions per 16 outputs of a group at stride 1), reads a record per block built at load from
+// the ck_q8_params_pack parameters (the odd lanes' multipliers moved to even lanes for vpmuldq) and
+// takes the cheaper exact form of q8_dw3_requant where its conditions hold (every real model layer
+// so far). The activation clamp is left to the saturating packs / narrowing stores where it equals
+// the type's range.
+
+/// Most output pixels per row chunk (the address table's width follows).
+#define Q8_DW3_OXC 64
+#define Q8_DW3_TABW ((Q8_DW3_OXC - 1) * 2 + 2 * 2 + 1)
+/// Most output pixels in flight per 16-channel block (8 per one-row pass, 4 per two-row pass: enough
+/// independent vpdpbusd chains to cover their latency).
+#define Q8_DW3_PX 8
+
+/// One requantization record (int32 offsets; 64-bit arrays hold lane j at ((j & 1) * 8 + (j >> 1)) * 2).
+#define Q8_DW3_R_BIAS 0
+#define Q8_DW3_R_M 16
+#define Q8_DW3_R_MODD 32
+#define Q8_DW3_R_LEFT 48
+#define Q8_DW3_R_NUDGE 64
+#define Q8_DW3_R_SHIFT 96
+#define Q8_DW3_R_ADJUST 128
+#define Q8_DW3_R_ZP 160
+#define Q8_DW3_R_FLAGS 176 ///< any left shift, any zero point to add, whether the plain requantization applies
+#define Q8_DW3_R_RIGHT 192
+#define Q8_DW3_R_NUDGE2 208
+
+#if CK_X86
+typedef struct {
+    const ck_conv_geometry *g;
+    /// Addresses of the chunk's 4 rows x tw columns, Q8_DW3_TABW apart.
+    const uint8_t *const *tab;
+    int32_t n;               ///< output pixels in the chunk
+    uint8_t *dst0, *dst1;    ///< the chunk's first output pixel in rows oy and oy + 1 (dst1 NULL: none)
+    const int32_t *blocks;   ///< Q8_DW3_BLOCK int32 per block: 8 weight vectors, then the record
+    const ck_q8_output *out;
+    int32_t is_signed;
+} q8_dw3_args;
+
+/// Requantization of accumulators x by record r (see above). GENERAL: q8_requant_vnni's steps with
+/// the record's left shifts, output zero points and both clamps, the half-away-from-zero adjustment
+/// selected by the product's sign (vpmovq2m) rather than a compare with -2^30 (for -2^30 <= P < 0,
+/// h = 0 and both give 0: r >= 1: 0 <= P + 2^30 + 2^(30+r) - 2^31 < 2^(31+r); r = 0: none; zero
+/// for half up, see ck_dwconv_q8_prepare). Otherwise (every lane without left
+/// shift, 1 <= r <= 22, the zero point folded in the nudge N, |bias| < 2^28 so |x| < 2^29, half away
+/// from zero): the 64-bit T = 2x * m + 2N, whose high dword is U = floor((x * m + N) / 2^31) = h +
+/// 2^(r-1) + zp * 2^r (h = the rounding doubling high product; |U| < 2^31), then in 32 bits
+/// (U - [x < 0]) >> r: RoundingDivideByPOT's (h + 2^(r-1) - [h < 0]) >> r plus zp, x < 0 standing
+/// for h < 0 as in the single shift (h = 0 gives 0 either way); only the upper clamp remains (the
+/// packs saturate to the type).
+Q8_TARGET_VNNI Q8_INLINE __m512i q8_dw3_requant(const int GENERAL, __m512i x, const int32_t *r, __m512i lo, __m512i hi) {
+    if (!GENERAL) {
+        const __m512i x2 = _mm512_add_epi32(x, x);
+        __m512i xo = _mm512_shuffle_epi32(x2, (_MM_PERM_ENUM)0xF5);
+        __asm__("" : "+v"(xo)); // a shuffle (port 5), not the shift clang prefers
+        const __m512i te = _mm512_add_epi64(_mm512_mul_epi32(x2, _mm512_loadu_si512(r + Q8_DW3_R_M)),
+                                            _mm512_loadu_si512(r + Q8_DW3_R_NUDGE2));
+        const __m512i to = _mm512_add_epi64(_mm512_mul_epi32(xo, _mm512_loadu_si512(r + Q8_DW3_R_MODD)),
+                                            _mm512_loadu_si512(r + Q8_DW3_R_NUDGE2 + 16));
+        __m512i u = _mm512_mask_shuffle_epi32(to, (__mmask16)0x5555, te, (_MM_PERM_ENUM)0xF5);
+        u = _mm512_add_epi32(u, _mm512_srai_epi32(x, 31));
+        return _mm512_min_epi32(_mm512_srav_epi32(u, _mm512_loadu_si512(r + Q8_DW3_R_RIGHT)), hi);
+    }
+    x = _mm512_sllv_epi32(x, _mm512_loadu_si512(r + Q8_DW3_R_LEFT));
+    __m512i xo = _mm512_srli_epi64(x, 32);
+    __asm__("" : "+v"(xo)); // keeps vpsrlq + vpmuldq (clang makes vpsraq + the slow vpmullq of them)
+    __m512i pe = _mm512_mul_epi32(x, _mm512_loadu_si512(r + Q8_DW3_R_M));
+    __m512i po = _mm512_mul_epi32(xo, _mm512_loadu_si512(r + Q8_DW3_R_MODD));
+    const __mmask8 ne = _mm512_movepi64_mask(pe), no = _mm512_movepi64_mask(po);
+    pe = _mm512_mask_add_epi64(pe, ne, pe, _mm512_loadu_si512(r + Q8_DW3_R_ADJUST));
+    po = _mm512_mask_add_epi64(po, no, po, _mm512_loadu_si512(r + Q8_DW3_R_ADJUST + 16));
+    pe = _mm512_srav_epi64(_mm512_add_epi64(pe, _mm512_loadu_si512(r + Q8_DW3_R_NUDGE)), _mm512_loadu_si512(r + Q8_DW3_R_SHIFT));
+    po = _mm512_srav_epi64(_mm512_add_epi64(po, _mm512_loadu_si512(r + Q8_DW3_R_NUDGE + 16)),
+                           _mm512_loadu_si512(r + Q8_DW3_R_SHIFT + 16));
+    __m512i q = _mm512_mask_shuffle_epi32(pe, (__mmask16)0xAAAA, po, (_MM_PERM_ENUM)0xA0);
+    q = _mm512_add_epi32(q, _mm512_loadu_si512(r + Q8_DW3_R_ZP));
+    q = _mm512_max_epi32(q, lo);
+    return _mm512_min_epi32(q, hi);
+}
+
+/// Whether `count` records from r (Q8_DW3_BLOCK apart) need the GENERAL requantization.
+static inline int q8_dw3_general(const int32_t *r, int32_t count, const q8_dw3_args *a) {
+    if (a->out->act_min > (a->is_signed ? -128 : 0)) return 1;
+    for (int32_t k = 0; k < count; k++)
+        if (!r[(size_t)k * Q8_DW3_BLOCK + Q8_DW3_R_FLAGS + 2]) return 1;
+    return 0;
+}
+
+/// Four rows' 64 bytes at the column `col` points to (+ c0) as four blocks' quads (see above).
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_quads64(const uint8_t *const *col, int32_t c0, __m512i flip, __m512i *x) {
+    __m512i r[4];
+    Q8_UNROLL
+    for (int k = 0; k < 4; k++) r[k] = _mm512_xor_si512(_mm512_loadu_si512(col[k * Q8_DW3_TABW] + c0), flip);
+    const __m512i u01l = _mm512_unpacklo_epi8(r[0], r[1]), u01h = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i u23l = _mm512_unpacklo_epi8(r[2], r[3]), u23h = _mm512_unpackhi_epi8(r[2], r[3]);
+    x[0] = _mm512_unpacklo_epi16(u01l, u23l);
+    x[1] = _mm512_unpackhi_epi16(u01l, u23l);
+    x[2] = _mm512_unpacklo_epi16(u01h, u23h);
+    x[3] = _mm512_unpackhi_epi16(u01h, u23h);
+}
+
+/// NS steps of P pixels (P = 1: a group of 64 channels at c0, blocks from b0; P = 64 / C: the flat
+/// layout, stride 1) from output pixel q0: four blocks x NS x ROWS accumulators.
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_wide(const int MODE, const int ROWS, const int S, const int D, const int P, const int NS,
+                                          const int GENERAL, const q8_dw3_args *a, int32_t c0, int32_t b0, int32_t q0,
+                                          __m512i flip, __m512i lo, __m512i hi) {
+    const int32_t *blocks = a->blocks + (size_t)b0 * Q8_DW3_BLOCK;
+    __m512i acc0[4][4], acc1[4][4];
+    Q8_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const __m512i bias = _mm512_loadu_si512(blocks + k * Q8_DW3_BLOCK + Q8_DW3_VECS * 16 + Q8_DW3_R_BIAS);
+        Q8_UNROLL
+        for (int s = 0; s < NS; s++) acc0[s][k] = acc1[s][k] = bias;
+    }
+    const uint8_t *const *col = a->tab + (size_t)q0 * S;
+    Q8_UNROLL
+    for (int j = 0; j < (NS - 1) * P * S + 2 * D + 1; j++) {
+        int used = 0;
+        Q8_UNROLL
+        for (int kx = 0; kx < 3; kx++) {
+            const int off = j - kx * D;
+            if (off >= 0 && off % (P * S) == 0 && off / (P * S) < NS) used = 1;
+        }
+        if (!used) continue;
+        __m512i x[4];
+        q8_dw3_quads64(col + j, c0, flip, x);
+        Q8_UNROLL
+        for (int kx = 0; kx < 3; kx++) {
+            const int off = j - kx * D;
+            if (off < 0 || off % (P * S) != 0 || off / (P * S) >= NS) continue;
+            const int s = off / (P * S);
+            Q8_UNROLL
+            for (int k = 0; k < 4; k++) {
+                const int8_t *w = (const int8_t *)(blocks + k * Q8_DW3_BLOCK);
+                acc0[s][k] = _mm512_dpbusd_epi32(acc0[s][k], x[k], _mm512_loadu_si512(w + (2 * kx) * 64));
+                if (MODE) acc0[s][k] = _mm512_dpbusd_epi32(acc0[s][k], x[k], _mm512_loadu_si512(w + 6 * 64));
+                if (ROWS == 2) {
+                    acc1[s][k] = _mm512_dpbusd_epi32(acc1[s][k], x[k], _mm512_loadu_si512(w + (2 * kx + 1) * 64));
+                    if (MODE) acc1[s][k] = _mm512_dpbusd_epi32(acc1[s][k], x[k], _mm512_loadu_si512(w + 7 * 64));
+                }
+            }
+        }
+    }
+    const int32_t C = a->g->in_c;
+    Q8_UNROLL
+    for (int row = 0; row < ROWS; row++) {
+        uint8_t *dst = row ? a->dst1 : a->dst0;
+        if (!dst) break;
+        Q8_UNROLL
+        for (int s = 0; s < NS; s++) {
+            __m512i v[4];
+            Q8_UNROLL
+            for (int k = 0; k < 4; k++)
+                v[k] = q8_dw3_requant(GENERAL, row ? acc1[s][k] : acc0[s][k], blocks + k * Q8_DW3_BLOCK + Q8_DW3_VECS * 16, lo, hi);
+            const __m512i p01 = _mm512_packs_epi32(v[0], v[1]), p23 = _mm512_packs_epi32(v[2], v[3]);
+            const __m512i bytes = a->is_signed ? _mm512_packs_epi16(p01, p23) : _mm512_packus_epi16(p01, p23);
+            _mm512_storeu_si512(dst + (size_t)(q0 + s * P) * C + c0, bytes);
+        }
+    }
+}
+
+/// Runs q8_dw3_wide over the chunk's pixels in windows of NS * P (overlapping at the end), or
+/// narrower ones when the chunk is (P = 1 only: flat layouts need out_w >= NS * P, and the chunks
+/// of q8_dw3_rows leave at least 8 pixels).
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_wide_row(const int MODE, const int ROWS, const int S, const int D, const int P,
+                                              const int NS, const q8_dw3_args *a, int32_t c0, int32_t b0) {
+    const __m512i flip = _mm512_set1_epi8(a->is_signed ? (char)0x80 : 0);
+    const __m512i lo = _mm512_set1_epi32(a->out->act_min), hi = _mm512_set1_epi32(a->out->act_max);
+    const int32_t n = a->n, window = NS * P;
+    if (n < window) {
+        if (P == 1)
+            for (int32_t q0 = 0; q0 < n; q0++) q8_dw3_wide(MODE, ROWS, S, D, 1, 1, 1, a, c0, b0, q0, flip, lo, hi);
+        return;
+    }
+    const int general = q8_dw3_general(a->blocks + (size_t)b0 * Q8_DW3_BLOCK + Q8_DW3_VECS * 16, 4, a);
+    for (int32_t q0 = 0;; q0 += window) {
+        if (q0 > n - window) q0 = n - window;
+        if (general) q8_dw3_wide(MODE, ROWS, S, D, P, NS, 1, a, c0, b0, q0, flip, lo, hi);
+        else q8_dw3_wide(MODE, ROWS, S, D, P, NS, 0, a, c0, b0, q0, flip, lo, hi);
+        if (q0 == n - window) break;
+    }
+}
+
+Q8_TARGET_VNNI Q8_INLINE __m512i q8_dw3_quad16(const int TAIL, __mmask16 tm, const uint8_t *const *col, int32_t c0,
+                                               __m512i dword_index, __m512i byte_index, __m512i flip) {
+    __m512i z;
+    if (TAIL) {
+        z = _mm512_castsi128_si512(_mm_maskz_loadu_epi8(tm, col[0] + c0));
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tm, col[Q8_DW3_TABW] + c0), 1);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tm, col[2 * Q8_DW3_TABW] + c0), 2);
+        z = _mm512_inserti32x4(z, _mm_maskz_loadu_epi8(tm, col[3 * Q8_DW3_TABW] + c0), 3);
+    } else {
+        // (The empty asms keep the inserts as vinserti32x4 from memory, not ymm inserts joined by
+        // a port-5 vinserti64x4.)
+        z = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(col[0] + c0)));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(col[Q8_DW3_TABW] + c0)), 1);
+        __asm__("" : "+v"(z));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(col[2 * Q8_DW3_TABW] + c0)), 2);
+        __asm__("" : "+v"(z));
+        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(col[3 * Q8_DW3_TABW] + c0)), 3);
+    }
+    // Lane l: the dwords of channels 4l..4l+3 of rows 0..3; then each channel's 4 bytes together.
+    // (The empty asm keeps clang from recombining the inserts and permutes into ~10 shuffles.)
+    __asm__("" : "+v"(z));
+    z = _mm512_permutexvar_epi32(dword_index, z);
+    __asm__("" : "+v"(z));
+    z = _mm512_shuffle_epi8(z, byte_index);
+    return _mm512_xor_si512(z, flip);
+}
+
+/// PX output pixels (from q0) of block b of 16 channels in natural order (the last, partial one
+/// when TAIL).
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_pixels(const int MODE, const int ROWS, const int S, const int D, const int PX,
+                                            const int TAIL, const int GENERAL, const q8_dw3_args *a, int32_t b, __mmask16 tm,
+                                            int32_t q0, const __m512i *wv, __m512i bias, __m512i dword_index,
+                                            __m512i byte_index, __m512i flip, __m512i lo, __m512i hi) {
+    const int32_t c0 = b * CK_Q8_NR;
+    __m512i acc0[Q8_DW3_PX], acc1[Q8_DW3_PX];
+    Q8_UNROLL
+    for (int q = 0; q < PX; q++) acc0[q] = acc1[q] = bias;
+    const uint8_t *const *col = a->tab + (size_t)q0 * S;
+    Q8_UNROLL
+    for (int j = 0; j < (PX - 1) * S + 2 * D + 1; j++) {
+        int used = 0;
+        Q8_UNROLL
+        for (int kx = 0; kx < 3; kx++) {
+            const int off = j - kx * D;
+            if (off >= 0 && off % S == 0 && off / S < PX) used = 1;
+        }
+        if (!used) continue;
+        const __m512i x = q8_dw3_quad16(TAIL, tm, col + j, c0, dword_index, byte_index, flip);
+        Q8_UNROLL
+        for (int kx = 0; kx < 3; kx++) {
+            const int off = j - kx * D;
+            if (off < 0 || off % S != 0 || off / S >= PX) continue;
+            const int q = off / S;
+            acc0[q] = _mm512_dpbusd_epi32(acc0[q], x, wv[2 * kx]);
+            if (MODE) acc0[q] = _mm512_dpbusd_epi32(acc0[q], x, wv[6]);
+            if (ROWS == 2) {
+                acc1[q] = _mm512_dpbusd_epi32(acc1[q], x, wv[2 * kx + 1]);
+                if (MODE) acc1[q] = _mm512_dpbusd_epi32(acc1[q], x, wv[7]);
+            }
+        }
+    }
+    const int32_t C = a->g->in_c;
+    const int32_t *rec = a->blocks + (size_t)b * Q8_DW3_BLOCK + Q8_DW3_VECS * 16;
+    Q8_UNROLL
+    for (int row = 0; row < ROWS; row++) {
+        uint8_t *dst = row ? a->dst1 : a->dst0;
+        if (!dst) break;
+        Q8_UNROLL
+        for (int q = 0; q < PX; q++) {
+            // Narrowing that saturates (after the clamps: exact); vpmovusdb, only from above, needs the max.
+            __m512i r = q8_dw3_requant(GENERAL, row ? acc1[q] : acc0[q], rec, lo, hi);
+            if (!GENERAL) r = _mm512_max_epi32(r, lo);
+            uint8_t *p = dst + (size_t)(q0 + q) * C + c0;
+            if (a->is_signed) {
+                if (TAIL) _mm512_mask_cvtsepi32_storeu_epi8(p, tm, r);
+                else _mm_storeu_si128((__m128i *)p, _mm512_cvtsepi32_epi8(r));
+            } else {
+                if (TAIL) _mm512_mask_cvtusepi32_storeu_epi8(p, tm, r);
+                else _mm_storeu_si128((__m128i *)p, _mm512_cvtusepi32_epi8(r));
+            }
+        }
+    }
+}
+
+/// One block of 16 channels in natural order over the chunk's pixels.
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_block(const int MODE, const int ROWS, const int S, const int D, const int TAIL,
+                                           const q8_dw3_args *a, int32_t b) {
+    const int32_t c0 = b * CK_Q8_NR;
+    const __mmask16 tm = TAIL ? (__mmask16)((1u << (a->g->in_c - c0)) - 1u) : (__mmask16)0xFFFF;
+    const int32_t *blk = a->blocks + (size_t)b * Q8_DW3_BLOCK;
+    __m512i wv[Q8_DW3_VECS];
+    Q8_UNROLL
+    for (int v = 0; v < Q8_DW3_VECS; v++) wv[v] = _mm512_loadu_si512(blk + 16 * v);
+    const __m512i bias = _mm512_loadu_si512(blk + Q8_DW3_VECS * 16 + Q8_DW3_R_BIAS);
+    const __m512i dword_index = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    const __m512i byte_index = _mm512_broadcast_i32x4(_mm_set_epi8(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0));
+    const __m512i flip = _mm512_set1_epi8(a->is_signed ? (char)0x80 : 0);
+    const __m512i lo = _mm512_set1_epi32(a->out->act_min), hi = _mm512_set1_epi32(a->out->act_max);
+    const int32_t n = a->n;
+    const int PX = ROWS == 2 ? 4 : 8;
+    if (n < PX) {
+        for (int32_t q0 = 0; q0 < n; q0++)
+            q8_dw3_pixels(MODE, ROWS, S, D, 1, TAIL, 1, a, b, tm, q0, wv, bias, dword_index, byte_index, flip, lo, hi);
+        return;
+    }
+    // (A partial block always takes the general requantization: one variant fewer.)
+    const int general = TAIL || q8_dw3_general(blk + Q8_DW3_VECS * 16, 1, a);
+    for (int32_t q0 = 0;; q0 += PX) {
+        if (q0 > n - PX) q0 = n - PX;
+        if (general) q8_dw3_pixels(MODE, ROWS, S, D, PX, TAIL, 1, a, b, tm, q0, wv, bias, dword_index, byte_index, flip, lo, hi);
+        else if (!TAIL) q8_dw3_pixels(MODE, ROWS, S, D, PX, 0, 0, a, b, tm, q0, wv, bias, dword_index, byte_index, flip, lo, hi);
+        if (q0 == n - PX) break;
+    }
+}
+
+/// The chunk's pixels of one unit of channels: the flat layout, a group of 64 channels (unit <
+/// in_c / 64), or a block of 16 after the groups (two-row passes, and their last row alone).
+Q8_TARGET_VNNI Q8_INLINE void q8_dw3_chunk(const int MODE, const int ROWS, const int S, const int D, const int FLAT,
+                                           const q8_dw3_args *a, int32_t unit) {
+    const int32_t C = a->g->in_c, groups = C / 64;
+    if (FLAT) q8_dw3_wide_row(MODE, ROWS, S, D, FLAT, FLAT == 2 ? 2 : 1, a, 0, 0);
+    else if (unit < groups) q8_dw3_wide_row(MODE, ROWS, S, D, 1, ROWS == 2 ? 2 : 4, a, unit * 64, unit * 4);
+    else if (S == 1 && D == 1) {
+        // (Other shapes leave these blocks to the per-tap kernel: Q8_DW3_REST.)
+        const int32_t b = groups * 4 + (unit - groups);
+        if ((b + 1) * CK_Q8_NR <= C) q8_dw3_block(MODE, ROWS, S, D, 0, a, b);
+        else q8_dw3_block(MODE, ROWS, S, D, 1, a, b);
+    }
+}
+
+#define Q8_DW3_SHAPE(MODE, ROWS, S, D, FLAT)                                                           \
+    Q8_TARGET_VNNI static void q8_dw3_##MODE##_##ROWS##_##S##_##D##_##FLAT(const q8_dw3_args *a, int32_t unit) { \
+        q8_dw3_chunk(MODE, ROWS, S, D, FLAT, a, unit);                                                 \
+    }
+Q8_DW3_SHAPE(0, 2, 1, 1, 0)
+Q8_DW3_SHAPE(0, 2, 1, 1, 2)
+Q8_DW3_SHAPE(0, 2, 1, 1, 4)
+Q8_DW3_SHAPE(0, 2, 1, 1, 8)
+Q8_DW3_SHAPE(0, 1, 1, 1, 0)
+Q8_DW3_SHAPE(0, 1, 2, 1, 0)
+Q8_DW3_SHAPE(0, 1, 1, 2, 0)
+Q8_DW3_SHAPE(1, 2, 1, 1, 0)
+Q8_DW3_SHAPE(1, 2, 1, 1, 2)
+Q8_DW3_SHAPE(1, 2, 1, 1, 4)
+Q8_DW3_SHAPE(1, 2, 1, 1, 8)
+Q8_DW3_SHAPE(1, 1, 1, 1, 0)
+Q8_DW3_SHAPE(1, 1, 2, 1, 0)
+Q8_DW3_SHAPE(1, 1, 1, 2, 0)
+#endif
+
+/// Whether the 3x3 variant handles `g` (horizontal stride and dilation among the compiled shapes).
+static int q8_dw3_fits(const ck_conv_geometry *g) {
+    if (g->k_h != 3 || g->k_w != 3 || g->in_c <= 0 || g->out_w <= 0 || g->out_h <= 0) return 0;
+    return (g->stride_w == 1 && g->dil_w == 1) || (g->stride_w == 2 && g->dil_w == 1) || (g->stride_w == 1 && g->dil_w == 2);
+}
+
+/// The pixels per 64 bytes when the 3x3 variant takes `g`'s 8, 16 or 32 channels as runs of
+/// neighbouring pixels (stride and dilation 1, at least one window of output pixels), else 0.
+static int32_t q8_dw3_flat(const ck_conv_geometry *g) {
+    if (g->stride_w != 1 || g->dil_w != 1 || g->stride_h != 1 || g->dil_h != 1) return 0;
+    if (g->in_c != 8 && g->in_c != 16 && g->in_c != 32) return 0;
+    const int32_t pixels = 64 / g->in_c;
+    return g->out_w >= (pixels == 2 ? 4 : pixels) ? pixels : 0;
+}
+
+/// Blocks of the 3x3 variant's packed weights and records (the flat layout has four).
+static int32_t q8_dw3_block_count(int32_t C) {
+    const int32_t blocks = (C + CK_Q8_NR - 1) / CK_Q8_NR;
+    return blocks < 4 ? 4 : blocks;
+}
+
+/// The channel in lane j of the 3x3 variant's block b, or -1 for none (see above).
+static int32_t q8_dw3_channel(int32_t C, int32_t flat, int32_t b, int32_t j) {
+    const int32_t l = j / 4, i = j % 4;
+    if (flat) return b < 4 ? (16 * l + 4 * b + i) % C : -1;
+    if (b < C / 64 * 4) return (b / 4) * 64 + 16 * l + 4 * (b % 4) + i;
+    const int32_t c = b * CK_Q8_NR + j;
+    return c < C ? c : -1;
+}
+
+#if CK_X86
+/// Rows [row_begin, row_end) through the 3x3 variant: per chunk of output pixels and unit of
+/// channels, every row pass (so a unit's weights stay in cache while the input streams by).
+static void q8_dw3_rows(const ck_conv_geometry *g, const uint8_t *input, int32_t is_signed, const int32_t *header,
+                        const ck_q8_output *out, uint8_t *output, int32_t row_begin, int32_t row_end, const uint8_t *pad) {
+    const int32_t C = g->in_c, S = g->stride_w, D = g->dil_w;
+    const int mode = header[Q8_DW3_MODE], flat = header[Q8_DW3_LAYOUT];
+    // Two output rows per pass: vertical stride and dilation 1 (compiled with horizontal ones 1 only).
+    const int two = g->stride_h == 1 && g->dil_h == 1 && S == 1 && D == 1;
+    void (*fn)(const q8_dw3_args *, int32_t) = NULL;
+    if (flat == 2) fn = mode ? q8_dw3_1_2_1_1_2 : q8_dw3_0_2_1_1_2;
+    else if (flat == 4) fn = mode ? q8_dw3_1_2_1_1_4 : q8_dw3_0_2_1_1_4;
+    else if (flat == 8) fn = mode ? q8_dw3_1_2_1_1_8 : q8_dw3_0_2_1_1_8;
+    else if (S == 1 && D == 1) fn = two ? (mode ? q8_dw3_1_2_1_1_0 : q8_dw3_0_2_1_1_0) : (mode ? q8_dw3_1_1_1_1_0 : q8_dw3_0_1_1_1_0);
+    else if (S == 2) fn = mode ? q8_dw3_1_1_2_1_0 : q8_dw3_0_1_2_1_0;
+    else fn = mode ? q8_dw3_1_1_1_2_0 : q8_dw3_0_1_1_2_0;
+    // A pass left with one row (odd row counts) takes the one-row variant where there is one.
+    void (*fn_one)(const q8_dw3_args *, int32_t) = two && !flat ? (mode ? q8_dw3_1_1_1_1_0 : q8_dw3_0_1_1_1_0) : NULL;
+    const int32_t units = flat ? 1 : C / 64 + (header[Q8_DW3_REST] ? 0 : (C % 64 + CK_Q8_NR - 1) / CK_Q8_NR);
+    const uint8_t *tab[4 * Q8_DW3_TABW];
+    // Flat layout: 64 bytes of the pad, and the runs of pixels that straddle a border.
+    uint8_t pad64[64], edges[4][2][112];
+    memset(pad64, pad[0], sizeof pad64);
+    q8_dw3_args a;
+    a.g = g;
+    a.tab = tab;
+    a.blocks = header + Q8_DW3_HEADER;
+    a.out = out;
+    a.is_signed = is_signed;
+    for (int32_t ox0 = 0; ox0 < g->out_w; ox0 += a.n) {
+        // Chunks of Q8_DW3_OXC pixels, the last at least 8 (whole windows).
+        const int32_t rest = g->out_w - ox0;
+        a.n = rest <= Q8_DW3_OXC ? rest : (rest - Q8_DW3_OXC < 8 ? rest - 8 : Q8_DW3_OXC);
+        const int32_t tw = (a.n - 1) * S + 2 * D + 1, ix0 = ox0 * S - g->pad_left;
+        for (int32_t unit = 0; unit < units; unit++) {
+            for (int32_t oy = row_begin; oy < row_end;) {
+                const int one = two && oy + 1 == row_end && fn_one;
+                const int pair = two && !one;
+                const int32_t iy0 = oy * g->stride_h - g->pad_top;
+                for (int k = 0; k < 4; k++) {
+                    // One output row: r3 (weight 0) reads the pad.
+                    const int32_t iy = k < 3 ? iy0 + k * g->dil_h : (pair ? iy0 + 3 : -1);
+                    const uint8_t **row = tab + (size_t)k * Q8_DW3_TABW;
+                    const uint8_t *outside = flat ? pad64 : pad;
+                    if (iy < 0 || iy >= g->in_h) {
+                        for (int32_t j = 0; j < tw; j++) row[j] = outside;
+                        continue;
+                    }
+                    const uint8_t *base = input + (size_t)iy * (size_t)g->in_w * (size_t)C;
+                    // Columns [lo, hi) of the table read the image (flat: every pixel of the run).
+                    const int32_t last = flat ? g->in_w - flat + 1 : g->in_w;
+                    const int32_t lo = q8_min(tw, ix0 < 0 ? -ix0 : 0), hi = q8_min(tw, last - ix0 > lo ? last - ix0 : lo);
+                    for (int32_t j = 0; j < lo; j++) row[j] = outside;
+                    if (hi > lo) {
+                        const uint8_t *p = base + (size_t)(ix0 + lo) * (size_t)C;
+                        for (int32_t j = lo; j < hi; j++, p += C) row[j] = p;
+                    }
+                    for (int32_t j = hi; j < tw; j++) row[j] = outside;
+                    if (flat) {
+                        // Runs that straddle a border read strips of the row padded on the left
+                        // (pixels -(flat-1)..flat-2) and on the right (in_w-(flat-1)..in_w+flat-2).
+                        const int32_t first = 1 - flat - ix0 > 0 ? 1 - flat - ix0 : 0, end = q8_min(tw, g->in_w - ix0);
+                        const int32_t reach = flat - 1, strip = 2 * reach;
+                        int built_left = 0, built_right = 0;
+                        for (int32_t j = first; j < end; j++) {
+                            if (j == lo && hi > lo) j = hi; // the runs inside the image
+                            if (j >= end) break;
+                            const int32_t ix = ix0 + j;
+                            const int left = ix < 0;
+                            uint8_t *e = edges[k][left ? 0 : 1];
+                            const int32_t from = left ? -reach : g->in_w - reach; // the strip's first pixel
+                            if (!(left ? built_left : built_right)) {
+                                const int32_t valid0 = from > 0 ? from : 0, valid1 = q8_min(from + strip, g->in_w);
+                                memset(e, pad[0], (size_t)strip * (size_t)C);
+                                if (valid1 > valid0)
+                                    memcpy(e + (size_t)(valid0 - from) * C, base + (size_t)valid0 * C, (size_t)(valid1 - valid0) * C);
+                                if (left) built_left = 1;
+                                else built_right = 1;
+                            }
+                            row[j] = e + (size_t)(ix - from) * C;
+                        }
+                    }
+                }
+                a.dst0 = output + ((size_t)oy * g->out_w + ox0) * C;
+                a.dst1 = pair && oy + 1 < row_end ? a.dst0 + (size_t)g->out_w * C : NULL;
+                (one ? fn_one : fn)(&a, unit);
+                oy += pair ? 2 : 1;
+            }
+        }
+    }
+}
+#endif
+
 typedef void (*q8_dw_fn)(const q8_dw_args *);
 
-void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t input_zero_point, int32_t *packed,
-                          int32_t *params) {
+void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_signed, int32_t input_zero_point,
+                          int32_t *packed, int32_t *params) {
     if (isa < CK_ISA_AVX512) return;
     const int32_t taps = g->k_h * g->k_w, C = g->in_c;
     const int32_t cp = (C + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
+    int32_t *header = packed + q8_dw_taps_count(g);
+    if (isa >= CK_ISA_AVX512VNNI && q8_dw3_fits(g)) {
+        // Mode 0 when every weight (minus its zero point) fits int8, else a per-channel d (see above)
+        // when one exists: s = w - d in [-128, 127] for the channel's weights, d in [-128, 127].
+        int32_t mode = 0, feasible = 1;
+        for (int32_t c = 0; c < C; c++) {
+            for (int32_t t = 0; t < 9; t++) {
+                const int32_t v = packed[(size_t)t * cp + c];
+                if (v < -128 || v > 127) mode = 1;
+            }
+        }
+        for (int32_t c = 0; c < C && mode; c++) {
+            int32_t lo = INT32_MAX, hi = INT32_MIN;
+            for (int32_t t = 0; t < 9; t++) {
+                const int32_t v = packed[(size_t)t * cp + c];
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+            const int32_t d = hi - 127 > -128 ? hi - 127 : -128; // the least d with s <= 127
+            if (d > 127 || lo - d < -128) feasible = 0;
+        }
+        if (feasible) {
+            const int32_t flat = q8_dw3_flat(g), blocks = q8_dw3_block_count(C);
+            const uint32_t zu = (uint32_t)input_zero_point + (is_signed ? 128u : 0u);
+            int32_t *fast = header + Q8_DW3_HEADER;
+            memset(fast, 0, (size_t)blocks * Q8_DW3_BLOCK * sizeof(int32_t));
+            for (int32_t b = 0; b < blocks; b++) {
+                int8_t *w = (int8_t *)(fast + (size_t)b * Q8_DW3_BLOCK);
+                int32_t *rec = fast + (size_t)b * Q8_DW3_BLOCK + Q8_DW3_VECS * 16;
+                int plain = 1;
+                for (int32_t j = 0; j < CK_Q8_NR; j++) {
+                    const int32_t c = q8_dw3_channel(C, flat, b, j);
+                    if (c < 0) {
+                        plain = 0;
+                        continue;
+                    }
+                    int32_t lo = INT32_MAX, hi = INT32_MIN;
+                    uint32_t sum = 0;
+                    for (int32_t t = 0; t < 9; t++) {
+                        const int32_t v = packed[(size_t)t * cp + c];
+                        lo = v < lo ? v : lo;
+                        hi = v > hi ? v : hi;
+                        sum += (uint32_t)v;
+                    }
+                    const int32_t d = mode ? (hi - 127 > -128 ? hi - 127 : -128) : 0;
+                    for (int32_t kx = 0; kx < 3; kx++) {
+                        int8_t *va = w + (size_t)(2 * kx) * 64 + (size_t)j * 4, *vb = va + 64;
+                        for (int32_t ky = 0; ky < 3; ky++) {
+                            const int8_t s = (int8_t)(packed[(size_t)(ky * 3 + kx) * cp + c] - d);
+                            va[ky] = s;
+                            vb[ky + 1] = s;
+                        }
+                    }
+                    int8_t *da = w + (size_t)6 * 64 + (size_t)j * 4, *db = da + 64;
+                    for (int32_t k = 0; k < 3; k++) { da[k] = (int8_t)d; db[k + 1] = (int8_t)d; }
+                    // The record lane from the channel's parameters.
+                    const int32_t *p = params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
+                    const int32_t pj = c % CK_Q8_NR;
+                    const size_t p64 = (size_t)((pj & 1) * 8 + (pj >> 1)) * 2, r64 = (size_t)((j & 1) * 8 + (j >> 1)) * 2;
+                    rec[Q8_DW3_R_BIAS + j] = (int32_t)((uint32_t)p[pj] - zu * sum);
+                    rec[Q8_DW3_R_M + j] = p[16 + pj];
+                    if (!(j & 1)) rec[Q8_DW3_R_MODD + j] = 0;
+                    else rec[Q8_DW3_R_MODD + j - 1] = p[16 + pj];
+                    rec[Q8_DW3_R_LEFT + j] = p[32 + pj];
+                    memcpy(rec + Q8_DW3_R_NUDGE + r64, p + 96 + p64, 8);
+                    memcpy(rec + Q8_DW3_R_SHIFT + r64, p + 128 + p64, 8);
+                    // Half away from zero unless the parameters were packed for half up (their
+                    // rounding constants say which: r - 1 rather than the mask 2^r - 1 for r >= 1).
+                    const int32_t right = p[48 + pj];
+                    const int half_up = right > 0 && p[64 + pj] != (int32_t)((1u << right) - 1u);
+                    if (!half_up) memcpy(rec + Q8_DW3_R_ADJUST + r64, p + 192 + p64, 8);
+                    rec[Q8_DW3_R_ZP + j] = p[160 + pj];
+                    if (p[32 + pj] != 0) rec[Q8_DW3_R_FLAGS] = 1;
+                    if (p[160 + pj] != 0) rec[Q8_DW3_R_FLAGS + 1] = 1;
+                    // The plain requantization's values and conditions (see q8_dw3_requant).
+                    int64_t nudge;
+                    memcpy(&nudge, p + 96 + p64, 8);
+                    nudge *= 2;
+                    memcpy(rec + Q8_DW3_R_NUDGE2 + r64, &nudge, 8);
+                    rec[Q8_DW3_R_RIGHT + j] = right;
+                    const int32_t bias = rec[Q8_DW3_R_BIAS + j];
+                    if (half_up || p[32 + pj] != 0 || p[160 + pj] != 0 || right < 1 || right > 22 || bias <= -(1 << 28) ||
+                        bias >= (1 << 28))
+                        plain = 0;
+                }
+                rec[Q8_DW3_R_FLAGS + 2] = plain;
+            }
+            header[Q8_DW3_MODE] = mode;
+            header[Q8_DW3_LAYOUT] = flat;
+            header[Q8_DW3_VARIANT] = 1;
+            const int two = g->stride_h == 1 && g->dil_h == 1 && g->stride_w == 1 && g->dil_w == 1;
+            header[Q8_DW3_REST] = !flat && !two && C % 64 != 0;
+            if (!header[Q8_DW3_REST]) return;
+        }
+    }
     for (int32_t c = 0; c < C; c++) {
         uint32_t sum = 0;
         for (int32_t t = 0; t < taps; t++) {
@@ -1073,6 +1681,15 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     const int32_t taps = g->k_h * g->k_w, C = g->in_c;
     if (taps <= 0 || taps > Q8_MAX_TAPS) return;
     const int32_t cp = (C + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
+#if CK_X86
+    int32_t c_begin = 0;
+    const int32_t *header = packed + q8_dw_taps_count(g);
+    if (isa >= CK_ISA_AVX512VNNI && header[Q8_DW3_VARIANT] == 1) {
+        q8_dw3_rows(g, (const uint8_t *)input, is_signed, header, out, (uint8_t *)output, row_begin, row_end, pad);
+        if (!header[Q8_DW3_REST]) return;
+        c_begin = C / 64 * 64;
+    }
+#endif
     q8_dw_fn fn = is_signed ? q8_dw_portable_s : q8_dw_portable_u;
     int32_t blocked = 0; // whether fn computes 4 pixels at once
 #if CK_X86
@@ -1098,6 +1715,11 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     a.w_off = w_off;
     a.pixel_step = g->stride_w * C;
     a.cp = cp;
+#if CK_X86
+    a.c_begin = c_begin;
+#else
+    a.c_begin = 0;
+#endif
     const int32_t span_h = (g->k_h - 1) * g->dil_h, span_w = (g->k_w - 1) * g->dil_w;
     for (int32_t ky = 0, t = 0; ky < g->k_h; ky++) {
         for (int32_t kx = 0; kx < g->k_w; kx++, t++) {

@@ -120,19 +120,26 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
 // ---------------------------------------------------------------------------------------------
 // Depthwise convolution, depth multiplier 1.
 
-/// int32 values of packed depthwise weights: [k_h*k_w][in_c rounded up to CK_Q8_NR].
+/// int32 values of packed depthwise weights: [k_h*k_w][in_c rounded up to CK_Q8_NR], then the
+/// header and weights of the 3x3 AVX-512-VNNI variant (see ck_dwconv_q8_prepare).
 size_t ck_dwconv_q8_packed_count(const ck_conv_geometry *g);
 
-/// Packs filter [k_h][k_w][c] minus `filter_zero_point` as int32 values.
+/// Packs filter [k_h][k_w][c] minus `filter_zero_point` as int32 values (and no 3x3 variant).
 void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                        int32_t filter_zero_point, int32_t *packed);
 
-/// For the AVX-512 variants (`isa` >= CK_ISA_AVX512; nothing otherwise), after ck_dwconv_q8_pack
-/// and ck_q8_params_pack: folds -input_zero_point * (the sum of each channel's weights) into the
-/// bias of `params` and keeps each weight's low int16 in its int32 lane (high half 0). Those
-/// variants then multiply the raw input, and taps outside the image read `pad` (see ck_dwconv_q8).
-void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t input_zero_point, int32_t *packed,
-                          int32_t *params);
+/// Prepares `packed` (from ck_dwconv_q8_pack) and `params` (from ck_q8_params_pack, for the
+/// rounding of the ck_q8_output the kernel will get) for `isa` (nothing below CK_ISA_AVX512). On
+/// AVX-512-VNNI, 3x3 filters with horizontal stride 1 or 2 (dilation 1) or dilation 2 (stride 1)
+/// whose weights fit its scheme get the 3x3 variant: weights packed as int8 quads of rows with the
+/// input zero point's share folded into per-block requantization records kept in `packed` (vpdpbusd
+/// over quads of input rows; see conv_q8.c). Otherwise (and for the channels past the last group of
+/// 64 in the 3x3 variant's one-row passes) the AVX-512 variants get each weight's low int16 in its
+/// int32 lane (high half 0) and -input_zero_point * (the sum of each channel's weights) folded into
+/// the bias of `params`. All of them multiply the raw input; taps outside the image read `pad` (see
+/// ck_dwconv_q8).
+void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_signed, int32_t input_zero_point,
+                          int32_t *packed, int32_t *params);
 
 /// Computes output rows [row_begin, row_end) of one image from the raw uint8/int8 input, with
 /// `packed` and `params` prepared by ck_dwconv_q8_prepare for the same `isa`. `pad` holds in_c

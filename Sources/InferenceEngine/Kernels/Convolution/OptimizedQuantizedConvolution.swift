@@ -241,7 +241,9 @@ struct OptimizedQuantizedConvKernel: Kernel {
 /// Quantized DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights minus their zero
 /// point packed once at load as int32 lanes, the raw uint8/int8 input read in place, output rows
 /// split into pieces. On AVX-512 the input zero point's share is folded into the bias at load
-/// (ck_dwconv_q8_prepare) and taps outside the image read `pad`, so every pixel runs the same taps.
+/// (ck_dwconv_q8_prepare) and taps outside the image read `pad`, so every pixel runs the same taps;
+/// on AVX-512-VNNI, 3×3 filters (stride 1 or 2, dilation 1 or 2) get their own packing at load:
+/// vpdpbusd over quads of input rows, two output rows per pass at stride 1 (see conv_q8.c).
 struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
@@ -254,6 +256,9 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     /// in_c bytes of the input zero point: what the AVX-512 variants read outside the image.
     let pad: [UInt8]
     let pieces: Int
+    /// Output rows per unit of the split: 2 where the 3×3 variant computes two rows per pass (a
+    /// piece of odd rows would compute one row for nothing).
+    let rowUnit: Int
 
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
           filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
@@ -272,7 +277,7 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
             params.withUnsafeMutableBufferPointer { p in
                 if let base = buffer.baseAddress, let pb = p.baseAddress {
                     ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
-                    ck_dwconv_q8_prepare(kernelISA, &g, inputZeroPoint, base, pb)
+                    ck_dwconv_q8_prepare(kernelISA, &g, isSigned ? 1 : 0, inputZeroPoint, base, pb)
                     initialized = count
                 } else {
                     initialized = 0
@@ -291,7 +296,9 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         // About 8 pieces per image of enough work each (the split does not change the results).
         let rows = Int(geometry.out_h)
         let rowWork = Int(geometry.out_w) * channels * Int(geometry.k_h) * Int(geometry.k_w)
-        pieces = max(1, min(rows, 8, rows * rowWork / 8192))
+        rowUnit = geometry.k_h == 3 && geometry.k_w == 3 && geometry.stride_h == 1 && geometry.dil_h == 1
+            && geometry.stride_w == 1 && geometry.dil_w == 1 ? 2 : 1
+        pieces = max(1, min((rows + rowUnit - 1) / rowUnit, 8, rows * rowWork / 8192))
     }
 
     func run(_ io: KernelIO) {
@@ -304,9 +311,11 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
             params.withUnsafeBufferPointer { params in
                 pad.withUnsafeBufferPointer { pad in
                     guard let w = weights.baseAddress, let p = params.baseAddress, let z = pad.baseAddress else { return }
+                    let rowUnit = self.rowUnit
                     io.parallel.forEach(pieces * batches) { piece in
                         let n = piece / pieces
-                        let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: rows)
+                        let units = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: (rows + rowUnit - 1) / rowUnit)
+                        let range = units.lowerBound * rowUnit..<min(rows, units.upperBound * rowUnit)
                         var g = geometry
                         var out = self.output
                         ck_dwconv_q8(isa, &g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, w, p, &out,
