@@ -542,21 +542,39 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
     // Filled row by row of the source (contiguous reads, 4-byte-strided writes).
     memset(packed, 0, (size_t)blocks * CK_Q8_NR * taps * (size_t)kq);
     const size_t groups = (size_t)kq / 4;
+    // The operand's byte is the source byte (flipped) or the source byte XOR 0x80 (w + 128 of an
+    // int8 and w - 128 of a uint8 have the same low byte): four channels move as one 32-bit word.
+    const uint32_t flip = flipped ? 0u : 0x80808080u;
+    const uint8_t *bytes = (const uint8_t *)filter;
     for (int32_t oc = 0; oc < g->out_c; oc++) {
         const int32_t b = oc / CK_Q8_NR, j = oc - b * CK_Q8_NR;
         for (int32_t t = 0; t < taps; t++) {
             int8_t *dst = packed + ((size_t)b * taps + t) * groups * CK_Q8_NR * 4 + (size_t)j * 4;
-            const size_t src = ((size_t)oc * taps + t) * k;
-            for (int32_t i = 0; i < k; i++)
-                dst[(size_t)(i >> 2) * CK_Q8_NR * 4 + (i & 3)] = (int8_t)(uint8_t)q8b_weight(filter, is_signed, flipped, src + i);
+            const uint8_t *src = bytes + ((size_t)oc * taps + t) * k;
+            int32_t i = 0;
+            for (; i + 4 <= k; i += 4) {
+                uint32_t word;
+                memcpy(&word, src + i, 4);
+                word ^= flip;
+                memcpy(dst + (size_t)(i >> 2) * CK_Q8_NR * 4, &word, 4);
+            }
+            for (; i < k; i++) dst[(size_t)(i >> 2) * CK_Q8_NR * 4 + (i & 3)] = (int8_t)(src[i] ^ (uint8_t)flip);
         }
     }
     const uint32_t za = (uint32_t)input_zero_point;
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
     const uint32_t K = (uint32_t)taps * (uint32_t)k;
     for (int32_t oc = 0; oc < g->out_c; oc++) {
+        // The sum of the operands (see q8b_weight), one branch-free loop per scheme.
         uint32_t sum = 0;
-        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)q8b_weight(filter, is_signed, flipped, (size_t)oc * K + i);
+        const size_t row = (size_t)oc * K;
+        if (flipped) {
+            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)(int32_t)((const int8_t *)filter)[row + i];
+        } else if (is_signed) {
+            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)((const int8_t *)filter)[row + i] + 128);
+        } else {
+            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)bytes[row + i] - 128);
+        }
         int32_t *bias = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
         if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
         else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
