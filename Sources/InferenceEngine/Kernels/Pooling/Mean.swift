@@ -122,12 +122,13 @@ struct Mean: Kernel {
             let input = src.assumingMemoryBound(to: Float.self), output = dst.assumingMemoryBound(to: Float.self)
             output.update(repeating: 0, count: n)
             plan.forEachRun { i, o, count, intoOne in
+                let source = input + i, destination = output + o
                 if intoOne {
-                    var s = output[o]
-                    for j in 0..<count { s += input[i + j] }
-                    output[o] = s
+                    var s = destination[0]
+                    for j in 0..<count { s += source[j] }
+                    destination[0] = s
                 } else {
-                    for j in 0..<count { output[o + j] += input[i + j] }
+                    for j in 0..<count { destination[j] += source[j] }
                 }
             }
             let divisor = Float(plan.reducedCount)
@@ -159,12 +160,14 @@ struct Mean: Kernel {
     static func sum<T: FixedWidthInteger, A: FixedWidthInteger>(_ input: UnsafePointer<T>, into sums: UnsafeMutablePointer<A>, plan: ReductionPlan) {
         sums.update(repeating: 0, count: plan.outputCount)
         plan.forEachRun { i, o, count, intoOne in
+            // Pointers offset once: the loops carry no checked index arithmetic and vectorize.
+            let source = input + i, destination = sums + o
             if intoOne {
-                var s = sums[o]
-                for j in 0..<count { s &+= A(truncatingIfNeeded: input[i + j]) }
-                sums[o] = s
+                var s = destination[0]
+                for j in 0..<count { s &+= A(truncatingIfNeeded: source[j]) }
+                destination[0] = s
             } else {
-                for j in 0..<count { sums[o + j] &+= A(truncatingIfNeeded: input[i + j]) }
+                for j in 0..<count { destination[j] &+= A(truncatingIfNeeded: source[j]) }
             }
         }
     }
