@@ -26,6 +26,22 @@ int32_t ck_best_isa(void) {
     return isa;
 }
 
+int32_t ck_has_avx512vbmi(void) {
+    // Detected once; a race between two first callers is harmless (same value).
+    static volatile int32_t cached = -1;
+    int32_t has = cached;
+    if (has < 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_cpu_init();
+        has = ck_best_isa() >= CK_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+#else
+        has = 0;
+#endif
+        cached = has;
+    }
+    return has;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif

@@ -562,3 +562,38 @@ void ck_pad_rows(int32_t isa, const void *input, void *output, size_t row_begin,
     (void)isa;
     pad_rows_portable((const uint8_t *)input, (uint8_t *)output, row_begin, row_end, in_bytes, before_bytes, after_bytes, fill);
 }
+
+// ---- 8-bit table lookup: out[i] = table[in[i]] ----
+
+static void lut8_portable(const uint8_t *table, const uint8_t *in, uint8_t *out, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; i++) out[i] = table[in[i]];
+}
+
+#if CK_X86
+/// AVX-512 VBMI: two 128-entry byte permutes (vpermi2b) and a select by the index's top bit.
+__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+static void lut8_vbmi(const uint8_t *table, const uint8_t *in, uint8_t *out, size_t begin, size_t end) {
+    const __m512i t0 = _mm512_loadu_si512((const void *)table), t1 = _mm512_loadu_si512((const void *)(table + 64));
+    const __m512i t2 = _mm512_loadu_si512((const void *)(table + 128)), t3 = _mm512_loadu_si512((const void *)(table + 192));
+    for (size_t i = begin; i < end; i += 64) {
+        const size_t n = end - i < 64 ? end - i : 64;
+        const __mmask64 mask = n == 64 ? ~0ULL : ((1ULL << n) - 1ULL);
+        const __m512i x = _mm512_maskz_loadu_epi8(mask, in + i);
+        const __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);   // table[x & 127] for x < 128
+        const __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);   // table[128 + (x & 127)]
+        const __m512i v = _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
+        _mm512_mask_storeu_epi8(out + i, mask, v);
+    }
+}
+#endif
+
+void ck_lut_8(int32_t isa, const uint8_t *table, const uint8_t *input, uint8_t *output, size_t begin, size_t end) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512 && ck_has_avx512vbmi()) {
+        lut8_vbmi(table, input, output, begin, end);
+        return;
+    }
+#endif
+    (void)isa;
+    lut8_portable(table, input, output, begin, end);
+}

@@ -87,3 +87,25 @@ extension OptimizedFloatKernelTests {
         try assertMatchesReference(.transposeConv, options: .transposeConv(o), [shape, weights, input, bias], "tiling TRANSPOSE_CONV relu6")
     }
 }
+
+extension OptimizedFloatKernelTests {
+    /// 8-bit QUANTIZE (a 256-entry table) through ck_lut_8 (AVX-512 VBMI byte permutes where the
+    /// CPU has them) equals the reference for every selection, tails of 1–63 bytes included.
+    func testQuantizeTableLookupMatchesReference() throws {
+        var rng = SeededGenerator(seed: 50)
+        for count in [1, 63, 64, 65, 1000, 150_528] {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let input = TensorValue.uint8(bytes, shape: [1, count], scale: 0.0078125, zeroPoint: 128)
+            let output = OutputSpec.int8(scale: 0.0078125, zeroPoint: 0)
+            let reference = try KernelRunner.run(.quantize, inputs: [input], outputs: [output], kernels: .reference)[0]
+            // uint8 - 128 as int8: the bytes XOR 0x80.
+            XCTAssertEqual(reference.bytes, bytes.map { $0 ^ 0x80 })
+            for selection in Self.selections {
+                for threads in [1, 2] {
+                    let actual = try KernelRunner.run(.quantize, inputs: [input], outputs: [output], threads: threads, kernels: selection)[0]
+                    XCTAssertEqual(actual.bytes, reference.bytes, "quantize \(count) \(selection) \(threads) threads")
+                }
+            }
+        }
+    }
+}

@@ -29,6 +29,9 @@ enum {
 /// The best level this CPU supports (detected once; portable on non-x86 machines).
 int32_t ck_best_isa(void);
 
+/// Whether the CPU has AVX-512 VBMI (byte permutes), detected once; 0 elsewhere.
+int32_t ck_has_avx512vbmi(void);
+
 /// Makes the calling thread flush denormal floats to zero (x86: MXCSR FTZ + DAZ; ARM64: FPCR FZ)
 /// and returns the previous state for ck_denormals_restore. Denormals (|x| < 1.2e-38) cost ~20x
 /// per operation on x86 and carry no information a vision model uses; XNNPACK-backed runtimes run
@@ -133,6 +136,10 @@ void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begi
 /// HARD_SWISH x * min(6, max(0, x + 3)) * (1/6), evaluated in that order (bit-identical to the
 /// reference kernel); a NaN input gives NaN.
 void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
+
+/// 8-bit table lookup over [begin, end): output[i] = table[input[i]] (256-entry table). Uses
+/// AVX-512 VBMI byte permutes when the CPU has them (checked once), else plain C.
+void ck_lut_8(int32_t isa, const uint8_t *table, const uint8_t *input, uint8_t *output, size_t begin, size_t end);
 
 /// PAD of the innermost dimension only: output row r (rows [row_begin, row_end)) is `before_bytes`
 /// bytes of `fill`, input row r (`in_bytes` bytes), then `after_bytes` bytes of `fill`.

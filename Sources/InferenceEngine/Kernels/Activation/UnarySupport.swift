@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -100,10 +101,13 @@ struct LookupTableKernel: Kernel {
     let count: Int
     /// Output bit patterns (uint8 values or int8 two's complement).
     let table: [UInt8]
+    /// The CKernels level for ck_lut_8 (nil: the portable loop).
+    let isa: Int32?
 
-    init<T: FixedWidthInteger>(count: Int, table: [T]) {
+    init<T: FixedWidthInteger>(count: Int, table: [T], isa: Int32? = nil) {
         self.count = count
         self.table = table.map { UInt8(truncatingIfNeeded: $0) }
+        self.isa = isa
     }
 
     func run(_ io: KernelIO) {
@@ -112,7 +116,7 @@ struct LookupTableKernel: Kernel {
         table.withUnsafeBufferPointer { t in
             guard let lut = t.baseAddress else { return }
             forEachChunk(count, io.parallel) { start, end in
-                for i in start..<end { output[i] = lut[Int(input[i])] }
+                ck_lut_8(isa ?? Int32(CK_ISA_PORTABLE), lut, input, output, start, end)
             }
         }
     }

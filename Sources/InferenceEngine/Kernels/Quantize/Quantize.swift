@@ -61,9 +61,9 @@ enum Quantize {
         let requantize = Requantize(input: input, output: output)
         switch (input.type, output.type) {
         case (.uint8, .uint8), (.int8, .uint8):
-            return LookupTableKernel(count: input.elementCount, table: table(input.type, UInt8.self, requantize))
+            return LookupTableKernel(count: input.elementCount, table: table(input.type, UInt8.self, requantize), isa: context.instructionSet)
         case (.uint8, .int8), (.int8, .int8):
-            return LookupTableKernel(count: input.elementCount, table: table(input.type, Int8.self, requantize))
+            return LookupTableKernel(count: input.elementCount, table: table(input.type, Int8.self, requantize), isa: context.instructionSet)
         case (.uint8, _): return SpecializedKernel(RequantizeKernel<UInt8, Int16>(count: input.elementCount, requantize: requantize))
         case (.int8, _): return SpecializedKernel(RequantizeKernel<Int8, Int16>(count: input.elementCount, requantize: requantize))
         case (_, .int8): return SpecializedKernel(RequantizeKernel<Int16, Int8>(count: input.elementCount, requantize: requantize))
