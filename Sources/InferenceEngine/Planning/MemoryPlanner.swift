@@ -73,10 +73,8 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
                 return Double(buffer.size) * (0.5 + Double(z >> 11) / Double(1 << 53))
             }
             let order = buffers.indices.sorted { keys[$0] != keys[$1] ? keys[$0] > keys[$1] : $0 < $1 }
-            for bestFit in [false, true] {
-                let candidate = place(buffers, order: order, bestFit: bestFit)
-                if candidate.arenaSize < (best?.arenaSize ?? current.arenaSize) { best = candidate }
-            }
+            let candidate = place(buffers, order: order, bestFit: false)
+            if candidate.arenaSize < current.arenaSize { best = candidate }
         }
         return best ?? ([], 0)
     }
@@ -85,16 +83,18 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
     /// else the end) among the placed buffers alive at the same time.
     private func place(_ buffers: [PlannedBuffer], order: [Int], bestFit: Bool) -> (offsets: [Int], arenaSize: Int) {
         var offsets = [Int](repeating: 0, count: buffers.count)
-        var placed: [(offset: Int, end: Int, index: Int)] = []
+        // Placed buffers kept sorted by offset, so the gaps among those alive at the same time are
+        // found in one pass, without filtering or sorting per buffer.
+        var placed: [(offset: Int, end: Int, first: Int, last: Int)] = []
+        placed.reserveCapacity(buffers.count)
         var arenaSize = 0
         for index in order {
             let buffer = buffers[index]
             let size = align(buffer.size)
-            let conflicts = placed.filter { buffers[$0.index].overlapsInTime(buffer) }.sorted { $0.offset < $1.offset }
             var cursor = 0
             var chosen: Int?
             var chosenGap = Int.max
-            for other in conflicts {
+            for other in placed where other.first <= buffer.lastUse && buffer.firstUse <= other.last {
                 if cursor + size <= other.offset {
                     let gap = other.offset - cursor
                     if !bestFit { chosen = cursor; break }
@@ -104,7 +104,13 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
             }
             let offset = chosen ?? cursor
             offsets[index] = offset
-            placed.append((offset, offset + size, index))
+            // Insert after every placed buffer with an offset <= this one (stable, as the sort was).
+            var lo = 0, hi = placed.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if placed[mid].offset <= offset { lo = mid + 1 } else { hi = mid }
+            }
+            placed.insert((offset, offset + size, buffer.firstUse, buffer.lastUse), at: lo)
             arenaSize = max(arenaSize, offset + size)
         }
         return (offsets, arenaSize)
