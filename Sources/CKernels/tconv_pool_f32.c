@@ -184,14 +184,9 @@ static void maxpool_avx512(const ck_conv_geometry *g, const float *input, float 
 
 typedef void (*pool_fn)(const ck_conv_geometry *, const float *, float *, int32_t, int32_t, int32_t, int32_t, float, float);
 
-void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
-                    int32_t row_begin, int32_t row_end, float out_min, float out_max) {
-    pool_fn fn = maxpool_portable;
-#if CK_X86
-    if (isa >= CK_ISA_AVX512) fn = maxpool_avx512;
-#else
-    (void)isa;
-#endif
+/// Runs `fn` on the window (clipped to the image) of every output pixel of rows [row_begin, row_end).
+static void pool_rows(pool_fn fn, const ck_conv_geometry *g, const float *input, float *output,
+                      int32_t row_begin, int32_t row_end, float out_min, float out_max) {
     for (int32_t oy = row_begin; oy < row_end; oy++) {
         const int32_t ys = oy * g->stride_h - g->pad_top;
         const int32_t y0 = ys < 0 ? 0 : ys, y1 = ck_min(g->in_h, ys + g->k_h);
@@ -201,6 +196,17 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
             fn(g, input, output + ((size_t)oy * g->out_w + ox) * g->out_c, y0, y1, x0, x1, out_min, out_max);
         }
     }
+}
+
+void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
+                    int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+    pool_fn fn = maxpool_portable;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) fn = maxpool_avx512;
+#else
+    (void)isa;
+#endif
+    pool_rows(fn, g, input, output, row_begin, row_end, out_min, out_max);
 }
 
 // ---- average pooling: the window (clipped to the image) summed in row-major order, divided by
@@ -264,15 +270,7 @@ void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 #else
     (void)isa;
 #endif
-    for (int32_t oy = row_begin; oy < row_end; oy++) {
-        const int32_t ys = oy * g->stride_h - g->pad_top;
-        const int32_t y0 = ys < 0 ? 0 : ys, y1 = ck_min(g->in_h, ys + g->k_h);
-        for (int32_t ox = 0; ox < g->out_w; ox++) {
-            const int32_t xs = ox * g->stride_w - g->pad_left;
-            const int32_t x0 = xs < 0 ? 0 : xs, x1 = ck_min(g->in_w, xs + g->k_w);
-            fn(g, input, output + ((size_t)oy * g->out_w + ox) * g->out_c, y0, y1, x0, x1, out_min, out_max);
-        }
-    }
+    pool_rows(fn, g, input, output, row_begin, row_end, out_min, out_max);
 }
 
 // ---- transposed convolution whose windows tile the output exactly (filter = stride, no padding:

@@ -9,7 +9,9 @@ enum HardSwish {
     static func prepare(_ context: inout OpContext) throws -> any Kernel {
         let input = try Unary.prepareOperands(&context, types: [.float32, .uint8, .int8])
         if input.type == .float32 {
-            if let isa = context.instructionSet { return OptimizedHardSwishKernel(isa: isa, count: input.elementCount) }
+            if let isa = context.instructionSet {
+                return OptimizedUnaryFloatKernel(isa: isa, count: input.elementCount, function: ck_hardswish_f32)
+            }
             return Unary.floatKernel(count: input.elementCount, function: HardSwishFunction())
         }
         try Unary.expectQuantized(context, input)
@@ -28,20 +30,6 @@ struct HardSwishFunction: UnaryFloatFunction {
     func callAsFunction(_ x: Float) -> Float {
         let reluish = Swift.min(6, Swift.max(0, x + 3))
         return x * reluish * (1.0 / 6.0)
-    }
-}
-
-/// float32 HARD_SWISH by the CKernels kernel (same arithmetic, same order: bit-identical).
-struct OptimizedHardSwishKernel: Kernel {
-    let isa: Int32
-    let count: Int
-
-    func run(_ io: KernelIO) {
-        let input = io.input(0, as: Float.self)
-        let output = io.output(0, as: Float.self)
-        forEachChunk(count, io.parallel) { start, end in
-            ck_hardswish_f32(isa, input, output, start, end)
-        }
     }
 }
 

@@ -11,7 +11,7 @@ enum Logistic {
         let input = try Unary.prepareOperands(&context, types: [.float32, .uint8, .int8])
         if input.type == .float32 {
             if let isa = context.instructionSet {
-                return OptimizedLogisticKernel(isa: isa, count: input.elementCount)
+                return OptimizedUnaryFloatKernel(isa: isa, count: input.elementCount, function: ck_logistic_f32)
             }
             return Unary.floatKernel(count: input.elementCount, function: LogisticFunction())
         }
@@ -30,15 +30,19 @@ struct LogisticFunction: UnaryFloatFunction {
 }
 
 /// Float LOGISTIC through CKernels' vectorized exp (within 5e-7 relative of the reference).
-struct OptimizedLogisticKernel: Kernel {
+/// A float32 element-wise function by a CKernels kernel (`ck_logistic_f32`, `ck_hardswish_f32`):
+/// contiguous chunks spread over the threads.
+struct OptimizedUnaryFloatKernel: Kernel {
+    typealias Function = @convention(c) (Int32, UnsafePointer<Float>?, UnsafeMutablePointer<Float>?, Int, Int) -> Void
     let isa: Int32
     let count: Int
+    let function: Function
 
     func run(_ io: KernelIO) {
         let input = io.input(0, as: Float.self)
         let output = io.output(0, as: Float.self)
         forEachChunk(count, io.parallel) { start, end in
-            ck_logistic_f32(isa, input, output, start, end)
+            function(isa, input, output, start, end)
         }
     }
 }

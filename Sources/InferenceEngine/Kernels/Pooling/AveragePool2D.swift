@@ -1,4 +1,3 @@
-import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -22,18 +21,9 @@ struct AveragePool2D: Kernel {
             : output.quantization?.isQuantized == true
             ? FixedPoint.activationRange(geometry.activation, scale: output.scale, zeroPoint: output.zeroPoint, type: input.type)
             : FixedPoint.integerRange(input.type)
-        if let isa = context.instructionSet, input.type == .float32, geometry.batches > 0 {
-            var g = ck_conv_geometry(inputHeight: geometry.inputHeight, inputWidth: geometry.inputWidth, inputChannels: geometry.depth,
-                                     outputHeight: geometry.outputHeight, outputWidth: geometry.outputWidth, outputChannels: geometry.depth,
-                                     filterHeight: 1, filterWidth: 1, strideHeight: geometry.strideHeight, strideWidth: geometry.strideWidth,
-                                     dilationHeight: 1, dilationWidth: 1, padTop: geometry.padTop, padLeft: geometry.padLeft)
-            g.k_h = Int32(clamping: geometry.filterHeight)
-            g.k_w = Int32(clamping: geometry.filterWidth)
-            if g.fitsImageKernels {
-                return OptimizedPoolFloatKernel(isa: isa, geometry: g, batches: geometry.batches,
-                                                   pieces: max(1, min(geometry.outputHeight, 16)), floatMin: fmin, floatMax: fmax,
-                                                   average: true)
-            }
+        if let isa = context.instructionSet, input.type == .float32,
+           let kernel = geometry.optimizedFloatKernel(isa: isa, average: true, floatMin: fmin, floatMax: fmax) {
+            return kernel
         }
         return AveragePool2D(geometry: geometry, type: input.type, floatMin: fmin, floatMax: fmax, quantizedMin: qmin, quantizedMax: qmax)
     }

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -82,5 +83,22 @@ struct Pool2DGeometry: Sendable {
             if w.x1 <= w.x0 { return false }
         }
         return true
+    }
+}
+
+extension Pool2DGeometry {
+    /// The CKernels float pooling kernel for this geometry (MAX_POOL_2D, or AVERAGE_POOL_2D when
+    /// `average`), or nil when the shapes exceed the C kernels' 32-bit index arithmetic.
+    func optimizedFloatKernel(isa: Int32, average: Bool, floatMin: Float, floatMax: Float) -> OptimizedPoolFloatKernel? {
+        guard batches > 0 else { return nil }
+        var g = ck_conv_geometry(inputHeight: inputHeight, inputWidth: inputWidth, inputChannels: depth,
+                                 outputHeight: outputHeight, outputWidth: outputWidth, outputChannels: depth,
+                                 filterHeight: 1, filterWidth: 1, strideHeight: strideHeight, strideWidth: strideWidth,
+                                 dilationHeight: 1, dilationWidth: 1, padTop: padTop, padLeft: padLeft)
+        g.k_h = Int32(clamping: filterHeight)
+        g.k_w = Int32(clamping: filterWidth)
+        guard g.fitsImageKernels else { return nil }
+        return OptimizedPoolFloatKernel(isa: isa, geometry: g, batches: batches, pieces: max(1, min(outputHeight, 16)),
+                                        floatMin: floatMin, floatMax: floatMax, average: average)
     }
 }
