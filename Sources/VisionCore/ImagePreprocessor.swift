@@ -63,6 +63,10 @@ public enum ImagePreprocessor {
         let upright = orientation.uprightSize(width: crop.width, height: crop.height)
         let xs = axis(input: upright.width, output: spec.width)
         let ys = axis(input: upright.height, output: spec.height)
+        if let layout = PackedLayout(pixels.format) {
+            writePacked(pixels, layout: layout, orientation: orientation, crop: crop, xs: xs, ys: ys, spec: spec, into: base)
+            return
+        }
         func sample(_ u: Int, _ v: Int) -> (Double, Double, Double) {
             let p = orientation.storedPixel(u: u, v: v, width: crop.width, height: crop.height)
             let (r, g, b) = pixels.rgb(crop.x + p.x, crop.y + p.y)
@@ -86,6 +90,70 @@ public enum ImagePreprocessor {
                     default:
                         let m = c < 3 ? spec.mean[c] : 0, s = c < 3 ? spec.std[c] : 1
                         base.storeBytes(of: (Float(value) - m) / s, toByteOffset: (index + c) * 4, as: Float.self)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where R, G and B sit in a pixel of a single-plane format, and its size in bytes.
+    struct PackedLayout {
+        let bytesPerPixel: Int, red: Int, green: Int, blue: Int
+
+        init?(_ format: PixelFormat) {
+            switch format {
+            case .rgb8: (bytesPerPixel, red, green, blue) = (3, 0, 1, 2)
+            case .rgba8: (bytesPerPixel, red, green, blue) = (4, 0, 1, 2)
+            case .bgra8: (bytesPerPixel, red, green, blue) = (4, 2, 1, 0)
+            case .gray8: (bytesPerPixel, red, green, blue) = (1, 0, 0, 0)
+            default: return nil
+            }
+        }
+    }
+
+    /// The general path's arithmetic for single-plane formats, without a per-sample orientation
+    /// and format switch: the stored byte address of upright pixel (u, v) of the crop is affine in
+    /// u and v for every orientation, so each output row needs two row offsets and each column
+    /// two precomputed column offsets. Same samples, same Double arithmetic: byte-identical.
+    private static func writePacked(_ pixels: PixelBuffer, layout: PackedLayout, orientation: ImageOrientation,
+                                    crop: (x: Int, y: Int, width: Int, height: Int),
+                                    xs: [(Int, Int, Double)], ys: [(Int, Int, Double)],
+                                    spec: ImageInputSpec, into base: UnsafeMutableRawPointer) {
+        let bytesPerRow = pixels.planes[0].bytesPerRow, bpp = layout.bytesPerPixel
+        func address(_ u: Int, _ v: Int) -> Int {
+            let p = orientation.storedPixel(u: u, v: v, width: crop.width, height: crop.height)
+            return (crop.y + p.y) * bytesPerRow + (crop.x + p.x) * bpp
+        }
+        let origin = address(0, 0), du = address(1, 0) - origin, dv = address(0, 1) - origin
+        let columns0 = xs.map { $0.0 * du }, columns1 = xs.map { $0.1 * du }
+        let start = UnsafePointer(pixels.row(0)) + origin
+        let (red, green, blue) = (layout.red, layout.green, layout.blue)
+        let channels = spec.channels
+        let output8 = base.assumingMemoryBound(to: UInt8.self), outputF = base.assumingMemoryBound(to: Float.self)
+        let mean = spec.mean, std = spec.std
+        columns0.withUnsafeBufferPointer { c0 in
+            columns1.withUnsafeBufferPointer { c1 in
+                for oy in 0..<spec.height {
+                    let (y0, y1, fy) = ys[oy]
+                    let row0 = start + y0 * dv, row1 = start + y1 * dv
+                    var index = oy * spec.width * channels
+                    for ox in 0..<spec.width {
+                        let fx = xs[ox].2
+                        let p00 = row0 + c0[ox], p01 = row0 + c1[ox], p10 = row1 + c0[ox], p11 = row1 + c1[ox]
+                        let r = blend(Double(p00[red]), Double(p01[red]), Double(p10[red]), Double(p11[red]), fx, fy)
+                        let g = blend(Double(p00[green]), Double(p01[green]), Double(p10[green]), Double(p11[green]), fx, fy)
+                        let b = blend(Double(p00[blue]), Double(p01[blue]), Double(p10[blue]), Double(p11[blue]), fx, fy)
+                        for c in 0..<channels {
+                            let value: UInt8 = c == 0 ? r : c == 1 ? g : c == 2 ? b : 255
+                            switch spec.type {
+                            case .uint8: output8[index + c] = value
+                            case .int8: output8[index + c] = value ^ 0x80   // Int8(value - 128)'s bit pattern
+                            default:
+                                let m = c < 3 ? mean[c] : 0, s = c < 3 ? std[c] : 1
+                                outputF[index + c] = (Float(value) - m) / s
+                            }
+                        }
+                        index += channels
                     }
                 }
             }
