@@ -11,41 +11,9 @@ import TestSupport
 /// instruction-set variant at 1 and 2 threads. Widths are chosen so rows end in every block size
 /// (8, 4, 2, 1 columns) and border blocks overlap interior ones; heights are odd and even (a last
 /// one-row pass); channel counts hit full 16-channel chunks, 8-channel tails, masked tails and
-/// exactly 8 channels. Values agree to a relative 1e-5; 1 and 2 threads agree bit for bit.
-final class OptimizedFloatDepthwiseTests: XCTestCase {
-    static let selections: [KernelSelection] = [.portable, .avx2, .avx512, .optimized]
-
-    func random(_ count: Int, _ rng: inout SeededGenerator, range: ClosedRange<Float> = -1...1) -> [Float] {
-        (0..<count).map { _ in Float.random(in: range, using: &rng) }
-    }
-
-    func assertMatchesReference(_ op: BuiltinOperator, options: BuiltinOptions, _ inputs: [TensorValue?], _ label: String,
-                                file: StaticString = #filePath, line: UInt = #line) throws {
-        func run(_ kernels: KernelSelection, threads: Int) throws -> TensorValue {
-            try KernelRunner.run(op, options: options, inputs: inputs, outputs: [.float32], threads: threads, kernels: kernels)[0]
-        }
-        let expected = try run(.reference, threads: 1)
-        XCTAssertFalse(expected.floats.isEmpty, label, file: file, line: line)
-        let scale = max(1, expected.floats.map { abs($0) }.max() ?? 1)
-        for selection in Self.selections {
-            var first: [Float]?
-            for threads in [1, 2] {
-                let actual = try run(selection, threads: threads)
-                XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection)", file: file, line: line)
-                let values = actual.floats
-                if let first {
-                    XCTAssertEqual(values.map(\.bitPattern), first.map(\.bitPattern), "\(label) \(selection): 1 vs 2 threads",
-                                   file: file, line: line)
-                }
-                first = values
-                for (i, (a, e)) in zip(values, expected.floats).enumerated() where !(abs(a - e) <= 1e-5 * scale) {
-                    XCTFail("\(label) \(selection) threads \(threads): element \(i) is \(a), reference \(e)", file: file, line: line)
-                    return
-                }
-            }
-        }
-    }
-
+/// exactly 8 channels. Values agree to a relative 1e-5; 1 and 2 threads agree bit for bit (the
+/// comparison is OptimizedFloatKernelTests.assertMatchesReference).
+extension OptimizedFloatKernelTests {
     struct DepthwiseCase {
         var h: Int, w: Int, c: Int
         var kh: Int, kw: Int

@@ -10,28 +10,7 @@ import TestSupport
 /// requantization) must equal the reference kernel byte for byte for every selection at 1 and 2
 /// threads (the rows split into pieces of one or two rows, so passes start at odd rows and end with
 /// a single row).
-final class OptimizedQuantizedDepthwiseTests: XCTestCase {
-    typealias Quantized = OptimizedQuantizedKernelTests.Quantized
-
-    func assertMatchesReference(_ options: BuiltinOptions, _ inputs: [TensorValue?], _ output: OutputSpec, _ label: String,
-                                file: StaticString = #filePath, line: UInt = #line) throws {
-        let expected = try KernelRunner.run(.depthwiseConv2D, options: options, inputs: inputs, outputs: [output], kernels: .reference)[0]
-        XCTAssertFalse(expected.bytes.isEmpty, label, file: file, line: line)
-        for selection in OptimizedQuantizedKernelTests.selections {
-            for threads in [1, 2] {
-                let actual = try KernelRunner.run(.depthwiseConv2D, options: options, inputs: inputs, outputs: [output],
-                                                  threads: threads, kernels: selection)[0]
-                XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection) threads \(threads)", file: file, line: line)
-                if actual.bytes != expected.bytes {
-                    let index = zip(actual.bytes, expected.bytes).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1
-                    XCTFail("\(label) \(selection) threads \(threads): first difference at byte \(index) of \(expected.bytes.count)",
-                            file: file, line: line)
-                    return
-                }
-            }
-        }
-    }
-
+extension OptimizedQuantizedKernelTests {
     /// A 3×3 depthwise filter [1, 3, 3, channels]: int8 per-channel symmetric, or uint8 with
     /// `zeroPoint` (and `bytes` when given).
     func filter(_ q: inout Quantized, channels: Int, zeroPoint: Int64? = nil, bytes: [UInt8]? = nil) -> TensorValue {
@@ -48,7 +27,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
     /// Channel counts around the groups of 64, the pixel-pair layout (32) and partial blocks;
     /// strides and dilations of every compiled shape plus the asymmetric ones (one output row per
     /// pass, the generic kernel); widths across the 64-pixel chunks and narrower than a window.
-    func testShapesMatchReference() throws {
+    func testDepthwiseShapesMatchReference() throws {
         struct Shape {
             var height, width, channels: Int
             var stride: (Int, Int), dilation: (Int, Int)
@@ -95,7 +74,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
                 let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * 3)
                 let options = ConvolutionKernelTests.depthwise(shape.padding, stride: shape.stride, dilation: shape.dilation,
                                                                activation: q.activation())
-                try assertMatchesReference(options, [input, weights, q.bias(shape.channels)], output,
+                try assertMatchesReference(.depthwiseConv2D, options, [input, weights, q.bias(shape.channels)], output,
                                            "#\(index) \(type) \(batches)x\(shape.height)x\(shape.width)x\(shape.channels) s\(shape.stride) d\(shape.dilation) \(shape.padding)")
                 rng = q.rng
             }
@@ -107,7 +86,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
     /// Multipliers with a right shift of 1 to 22 (the plain requantization), in [0.5, 1) (no
     /// shift), above 1 (left shifts), tiny ones (a right shift past 22: zero point not folded);
     /// biases beyond 2^28; every activation and extreme zero points (the general one).
-    func testRequantizationMatchesReference() throws {
+    func testDepthwiseRequantizationMatchesReference() throws {
         var rng = SeededGenerator(seed: 0x2E_0A_47)
         let cases: [(factor: Float, bias: Int32, activation: FusedActivation)] = [
             (200, 20000, .none), (200, 20000, .relu6), (60, 20000, .relu), (0.7, 300, .none), (1.6, 300, .relu6),
@@ -126,7 +105,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
                                                                                              zeroPoint: outputZeroPoint))
                     for stride in [1, 2] {
                         let options = ConvolutionKernelTests.depthwise(.same, stride: (stride, stride), activation: c.activation)
-                        try assertMatchesReference(options, [input, weights, bias], output,
+                        try assertMatchesReference(.depthwiseConv2D, options, [input, weights, bias], output,
                                                    "requantization #\(index) \(type) \(channels) s\(stride) factor \(c.factor) bias \(c.bias) \(c.activation)")
                     }
                 }
@@ -137,7 +116,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
 
     /// Few small products and multipliers 0.3 / 0.375 / 0.75 / 1.5 make exact halves frequent at
     /// both roundings of the reference (the doubling high product and the final shift).
-    func testExactHalvesRoundLikeReference() throws {
+    func testDepthwiseExactHalvesRoundLikeReference() throws {
         for type in [ElementType.uint8, .int8] {
             var q = Quantized(type: type, rng: SeededGenerator(seed: type == .uint8 ? 31 : 32))
             for multiplier: Float in [0.3, 0.375, 0.75, 1.5] {
@@ -157,7 +136,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
                     let weights = TensorValue(type: type, shape: [1, 3, 3, channels], quantization: quantization, bytes: weightBytes, isConstant: true)
                     let output = OutputSpec(type: type, quantization: QuantizationParameters(scale: 1 / multiplier, zeroPoint: zp))
                     for stride in [1, 2] {
-                        try assertMatchesReference(ConvolutionKernelTests.depthwise(.same, stride: (stride, stride)), [input, weights, nil], output,
+                        try assertMatchesReference(.depthwiseConv2D, ConvolutionKernelTests.depthwise(.same, stride: (stride, stride)), [input, weights, nil], output,
                                                    "halves \(type) \(multiplier) \(channels) s\(stride)")
                     }
                 }
@@ -170,7 +149,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
     /// uint8 weights: a zero point whose differences all fit int8 (one vpdpbusd per quad), others
     /// (a per-channel offset d and a second vpdpbusd), and 0 with weights up to 255 (no d fits: the
     /// kernel keeps the generic variant).
-    func testFilterZeroPointsMatchReference() throws {
+    func testDepthwiseFilterZeroPointsMatchReference() throws {
         var q = Quantized(type: .uint8, rng: SeededGenerator(seed: 0xF11_7E2))
         for (index, zeroPoint) in ([128, 0, 255, 1, 77, 200] as [Int64]).enumerated() {
             for channels in [32, 100] {
@@ -183,7 +162,7 @@ final class OptimizedQuantizedDepthwiseTests: XCTestCase {
                 let input = q.tensor(shape: [1, 6, 9, channels], scale: 0.02, zeroPoint: q.zeroPoint())
                 let output = q.outputSpec(accumulatorScale: 0.02 * 0.01 * 3)
                 for stride in [1, 2] {
-                    try assertMatchesReference(ConvolutionKernelTests.depthwise(.same, stride: (stride, stride), activation: q.activation()),
+                    try assertMatchesReference(.depthwiseConv2D, ConvolutionKernelTests.depthwise(.same, stride: (stride, stride), activation: q.activation()),
                                                [input, weights, q.bias(channels)], output, "filter zero point \(zeroPoint) \(channels) s\(stride)")
                 }
             }
