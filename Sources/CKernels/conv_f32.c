@@ -19,6 +19,13 @@
 #define CK_MAX_MR 12
 
 static inline int32_t ck_min(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t ck_max(int32_t a, int32_t b) { return a > b ? a : b; }
+
+/// TFLite's activation clamp: max(lo, v) then min(hi, v), a NaN v passing through.
+static inline float clamp_tflite_f32(float v, float lo, float hi) {
+    const float a = v < lo ? lo : v;
+    return hi < a ? hi : a;
+}
 
 size_t ck_conv_f32_packed_count(const ck_conv_geometry *g) {
     size_t blocks = ((size_t)g->out_c + CK_F32_NR - 1) / CK_F32_NR;
@@ -454,10 +461,73 @@ typedef void (*rows_fn)(int32_t, int32_t, int32_t, const float *const *, int32_t
 
 typedef void (*tile_fn)(int32_t, int32_t, const float *const *, int32_t, int32_t, const float *, float *, int32_t, float, float);
 
+// ---- residual epilogue (see ckernels.h) ----
+
+static void residual_portable(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1,
+                              int32_t c0, int32_t c1) {
+    const int32_t lo_c = r->before, hi_c = r->before + r->channels;
+    for (int32_t p = p0; p < p1; p++) {
+        float *o = output + (size_t)p * out_c;
+        const float *row = r->data + (size_t)p * r->channels;
+        for (int32_t j = c0; j < c1; j++) {
+            const float x = j >= lo_c && j < hi_c ? row[j - lo_c] : 0.0f;
+            o[j] = clamp_tflite_f32(x + o[j], r->lo, r->hi);
+        }
+    }
+}
+
+#if CK_X86
+CK_TARGET_AVX512
+static void residual_avx512(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1,
+                            int32_t c0, int32_t c1) {
+    const __m512 vlo = _mm512_set1_ps(r->lo), vhi = _mm512_set1_ps(r->hi);
+    const int32_t lo_c = r->before, hi_c = r->before + r->channels;
+    for (int32_t p = p0; p < p1; p++) {
+        float *o = output + (size_t)p * out_c;
+        const float *row = r->data + (size_t)p * r->channels;
+        for (int32_t j = c0; j < c1; j += 16) {
+            const int32_t n = ck_min(16, c1 - j);
+            const __mmask16 m = (__mmask16)((1u << n) - 1u);
+            // Lanes whose channel has a residual value; the others add +0.0 (the PAD's zeros).
+            const int32_t a = ck_max(j, lo_c), b = ck_min(j + n, hi_c);
+            __m512 x = _mm512_setzero_ps();
+            if (a < b) {
+                const __mmask16 rm = (__mmask16)((((1u << (b - a)) - 1u) << (a - j)));
+                x = _mm512_maskz_loadu_ps(rm, row + (j - lo_c));
+            }
+            const __m512 v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, o + j))));
+            _mm512_mask_storeu_ps(o + j, m, v);
+        }
+    }
+}
+#endif
+
+void ck_residual_add_f32(int32_t isa, const ck_residual_f32 *residual, float *output, int32_t out_c,
+                         int32_t pixel_begin, int32_t pixel_end, int32_t c_begin, int32_t c_end) {
+    if (!residual || c_begin >= c_end) return;
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) {
+        residual_avx512(residual, output, out_c, pixel_begin, pixel_end, c_begin, c_end);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    residual_portable(residual, output, out_c, pixel_begin, pixel_end, c_begin, c_end);
+}
+
 void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
                  float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                  int32_t block_end, float out_min, float out_max, const float *zeros,
                  const int32_t *offsets) {
+    ck_conv_f32_residual(isa, g, input, packed, output, pixel_begin, pixel_end, block_begin, block_end,
+                         out_min, out_max, zeros, offsets, NULL);
+}
+
+void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                          float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                          int32_t block_end, float out_min, float out_max, const float *zeros,
+                          const int32_t *offsets, const ck_residual_f32 *residual) {
     const int32_t taps = g->k_h * g->k_w, k = g->in_c;
     if (taps <= 0 || taps > CK_MAX_TAPS) return;
     tile_fn tile = tile_portable, narrow = NULL;
@@ -484,6 +554,7 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
     const int direct = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
                        g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
     int32_t oy = pixel_begin / g->out_w, ox = pixel_begin - oy * g->out_w;
+    const int32_t c_begin = block_begin * CK_F32_NR, c_end = ck_min(g->out_c, block_end * CK_F32_NR);
 
     for (int32_t p = pixel_begin; p < pixel_end; p += mr_cap) {
         const int32_t mr = ck_min(mr_cap, pixel_end - p);
@@ -509,6 +580,7 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
                      output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
                 b += nb;
             }
+            ck_residual_add_f32(isa, residual, output, g->out_c, p, p + mr, c_begin, c_end);
             continue;
         }
         for (int32_t b = block_begin; b < block_end;) {
@@ -531,6 +603,8 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
                  output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
             b++;
         }
+        // The residual while the tile is in L1.
+        ck_residual_add_f32(isa, residual, output, g->out_c, p, p + mr, c_begin, c_end);
     }
 }
 
@@ -587,7 +661,6 @@ static void dw_row_portable(const ck_conv_geometry *g, const float *input, const
 // in (ky, kx) order, whatever the blocking and the rows a call gets, so the split into pieces (and
 // threads) changes nothing.
 
-static inline int32_t ck_max(int32_t a, int32_t b) { return a > b ? a : b; }
 
 /// Read instead of input columns left or right of the image.
 static const float ck_dw_zero[16] __attribute__((aligned(64))) = {0};

@@ -77,6 +77,28 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
                  int32_t block_end, float out_min, float out_max, const float *zeros,
                  const int32_t *offsets);
 
+/// A residual connection folded into a convolution's epilogue (CONV_2D → [PAD of the channels] →
+/// ADD): after the convolution's own clamp, output channel j of pixel p becomes
+/// clamp(r + output, lo, hi) with r = data[p * channels + j - before] for before <= j < before +
+/// channels and +0.0 elsewhere (the zeros of a channel PAD), TFLite's clamp (NaN passes).
+typedef struct {
+    const float *data;  ///< the residual image, [pixel][channels]
+    int32_t channels;
+    int32_t before;
+    float lo, hi;
+} ck_residual_f32;
+
+/// ck_conv_f32 with a residual added to each tile while it is in cache (`residual` may be NULL).
+void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                          float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                          int32_t block_end, float out_min, float out_max, const float *zeros,
+                          const int32_t *offsets, const ck_residual_f32 *residual);
+
+/// The residual step alone over pixels [pixel_begin, pixel_end) and channels [c_begin, c_end) of
+/// an output with out_c channels per pixel (in place).
+void ck_residual_add_f32(int32_t isa, const ck_residual_f32 *residual, float *output, int32_t out_c,
+                         int32_t pixel_begin, int32_t pixel_end, int32_t c_begin, int32_t c_end);
+
 // ---------------------------------------------------------------------------------------------
 // float32 depthwise convolution with depth multiplier 1: weights [k_h][k_w][c] read in place.
 

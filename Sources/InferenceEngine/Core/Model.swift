@@ -108,16 +108,27 @@ public final class Model: @unchecked Sendable {
         // Prepare every operator in order, propagating shapes. A float RELU/RELU6/RELU_N1_TO_1 whose
         // only input comes from an operator that can clamp its own output is folded into it
         // (ActivationFusion): the producer writes the activation's output directly.
-        var prepared: [(op: Int, inputs: [Int], outputs: [Int], kernel: any Kernel, scratch: Int)] = []
+        var prepared: [ResidualFusion.Entry] = []
         let graphOutputs = Set(graph.outputs)
         let fusion = options.kernels.instructionSet == nil ? ActivationFusion.none
             : ActivationFusion.plan(graph: graph, file: file, tensors: tensors)
+        // A float ADD of a convolution's output and a residual (through a channel PAD or not) is
+        // folded into the convolution's epilogue (ResidualFusion).
+        var readers = [Int: Int]()
+        for (index, op) in graph.operators.enumerated() where !fusion.absorbed.contains(index) {
+            for input in Set(op.inputs) where input >= 0 { readers[input, default: 0] += 1 }
+        }
         for opIndex in order where !fusion.absorbed.contains(opIndex) {
             let op = graph.operators[opIndex]
             let code = file.operatorCode(of: op)
             let name = code.displayName
             let fused = fusion.producers[opIndex]
             let opOutputs = fused?.outputs ?? op.outputs
+            if options.kernels.instructionSet != nil, code.builtinCode == .add,
+               ResidualFusion.fold(add: op, options: fused?.options ?? op.builtinOptions, outputs: opOutputs, prepared: &prepared,
+                                   tensors: &tensors, graph: graph, file: file, readers: readers, graphOutputs: graphOutputs) {
+                continue
+            }
             guard let factory = KernelRegistry.factory(for: code) else {
                 let what = code.builtinCode == .custom ? "custom operator '\(code.customCode ?? "")'" : "builtin operator \(code.builtinCode.name)"
                 throw EngineError(.unsupportedOperator,

@@ -96,6 +96,8 @@ struct OptimizedConvFloatKernel: Kernel {
     let offsets: [Int32]
     let split: GemmSplit
     let floatMin: Float, floatMax: Float
+    /// A residual ADD folded into the epilogue (``ResidualFusion``), nil for a plain convolution.
+    var residual: ResidualAdd?
 
     /// Nil when the shapes do not fit the optimized kernel (the caller keeps the reference kernel).
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?,
@@ -150,6 +152,21 @@ struct OptimizedConvFloatKernel: Kernel {
                 offsets.withUnsafeBufferPointer { offsets in
                     guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
                     let table = offsets.baseAddress
+                    if let residual {
+                        let source = io.input(residual.input, as: Float.self)
+                        let residualStride = Int(geometry.out_h) * Int(geometry.out_w) * residual.channels
+                        io.parallel.forEach(perImage * batches) { piece in
+                            let n = piece / perImage
+                            let (pixels, blocks) = split.ranges(piece % perImage)
+                            var g = geometry
+                            var r = ck_residual_f32(data: source + n * residualStride, channels: Int32(residual.channels),
+                                                    before: Int32(residual.before), lo: residual.lo, hi: residual.hi)
+                            ck_conv_f32_residual(isa, &g, input + n * inputStride, w, output + n * outputStride,
+                                                 Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                                 Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z, table, &r)
+                        }
+                        return
+                    }
                     io.parallel.forEach(perImage * batches) { piece in
                         let n = piece / perImage
                         let (pixels, blocks) = split.ranges(piece % perImage)
