@@ -82,6 +82,70 @@ static void tile_pointers(const ck_conv_geometry *g, const float *input, const f
     }
 }
 
+/// Most floats of one output pixel's zero-padded patch (k_h rows of k_w * in_c) in row-tap mode.
+#define CK_ROW_PATCH 256
+
+/// Whether the convolution runs in row-tap mode (see ckernels.h): with few input channels and dilation 1 along x
+/// (first layers: 3 channels), the k_w taps of a filter row read k_w * in_c consecutive input
+/// floats (NHWC), so each filter row is one tap of k_w * in_c values instead of k_w taps of in_c.
+/// The packed weights are the same ([tap][channel] = [ky][kx][c]), and so is the order of every
+/// output's sum, so results are bitwise those of the per-(ky, kx) taps; the tile loops just run
+/// longer reductions over fewer pointers.
+int32_t ck_conv_f32_row_taps(const ck_conv_geometry *g) {
+    return g->in_c < 8 && g->k_w > 1 && g->dil_w == 1 && g->k_h * g->k_w * g->in_c <= CK_ROW_PATCH;
+}
+
+/// Row-tap pointers: ptrs[ky * mr_cap + m] is the input run filter row ky of output pixel (p + m)
+/// reads, `zeros` (k_w * in_c zero floats) for a row outside the image, or that pixel's slot of
+/// `patch` (mr_cap * CK_ROW_PATCH floats) with zeros for the columns outside the image.
+static void tile_row_pointers(const ck_conv_geometry *g, const float *input, const float *zeros, int32_t oy, int32_t ox,
+                              int32_t mr, int32_t mr_cap, const float **ptrs, float *patch) {
+    const int32_t run = g->k_w * g->in_c;
+    const int32_t ix_first = ox * g->stride_w - g->pad_left, ix_last = (ox + mr - 1) * g->stride_w - g->pad_left;
+    if (ox + mr <= g->out_w && ix_first >= 0 && ix_last + g->k_w <= g->in_w) {
+        // The tile's pixels lie in one output row, away from the left and right edges: each filter
+        // row's runs are stride_w * in_c floats apart.
+        const size_t step = (size_t)g->stride_w * g->in_c;
+        const int32_t iy0 = oy * g->stride_h - g->pad_top;
+        for (int32_t ky = 0; ky < g->k_h; ky++) {
+            const int32_t iy = iy0 + ky * g->dil_h;
+            const float **slot = &ptrs[ky * mr_cap];
+            if (iy < 0 || iy >= g->in_h) {
+                for (int32_t m = 0; m < mr_cap; m++) slot[m] = zeros;
+            } else {
+                const float *base = input + ((size_t)iy * g->in_w + ix_first) * g->in_c;
+                for (int32_t m = 0; m < mr_cap; m++) slot[m] = base + (size_t)(m < mr ? m : mr - 1) * step;
+            }
+        }
+        return;
+    }
+    for (int32_t m = 0; m < mr_cap; m++) {
+        const int32_t iy0 = oy * g->stride_h - g->pad_top, ix0 = ox * g->stride_w - g->pad_left;
+        const int inside = ix0 >= 0 && ix0 + g->k_w <= g->in_w;
+        for (int32_t ky = 0; ky < g->k_h; ky++) {
+            const int32_t iy = iy0 + ky * g->dil_h;
+            const float **slot = &ptrs[ky * mr_cap + m];
+            if (iy < 0 || iy >= g->in_h) {
+                *slot = zeros;
+            } else if (inside) {
+                *slot = input + ((size_t)iy * g->in_w + ix0) * g->in_c;
+            } else {
+                float *dst = patch + (size_t)m * CK_ROW_PATCH + (size_t)ky * run;
+                for (int32_t kx = 0; kx < g->k_w; kx++) {
+                    const int32_t ix = ix0 + kx;
+                    if (ix >= 0 && ix < g->in_w)
+                        memcpy(dst + kx * g->in_c, input + ((size_t)iy * g->in_w + ix) * g->in_c, (size_t)g->in_c * sizeof(float));
+                    else
+                        memset(dst + kx * g->in_c, 0, (size_t)g->in_c * sizeof(float));
+                }
+                *slot = dst;
+            }
+        }
+        // Rows past mr repeat the last real pixel (computed, never stored).
+        if (m + 1 < mr && ++ox == g->out_w) { ox = 0; oy++; }
+    }
+}
+
 void ck_conv_offsets(const ck_conv_geometry *g, int32_t *offsets) {
     const int32_t pixels = g->out_h * g->out_w;
     for (int32_t p = 0; p < pixels; p++) {
@@ -528,8 +592,9 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                           float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                           int32_t block_end, float out_min, float out_max, const float *zeros,
                           const int32_t *offsets, const ck_residual_f32 *residual) {
-    const int32_t taps = g->k_h * g->k_w, k = g->in_c;
-    if (taps <= 0 || taps > CK_MAX_TAPS) return;
+    if (g->k_h * g->k_w <= 0 || g->k_h * g->k_w > CK_MAX_TAPS) return;
+    const int rowwise = ck_conv_f32_row_taps(g) != 0;
+    const int32_t taps = rowwise ? g->k_h : g->k_h * g->k_w, k = rowwise ? g->k_w * g->in_c : g->in_c;
     tile_fn tile = tile_portable, narrow = NULL;
     int wide = 0;   // AVX-512: pairs of full column blocks by tile_avx512_wide
     rows_fn rows = rows_portable;
@@ -550,6 +615,7 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
 #endif
     const size_t block_stride = (size_t)CK_F32_NR * (1 + (size_t)taps * k);
     const float *ptrs[CK_MAX_TAPS * CK_MAX_MR];
+    float patch[rowwise ? CK_MAX_MR * CK_ROW_PATCH : 1];
     // A 1×1, stride-1, unpadded convolution reads output pixel p's input at p: no pointer table.
     const int direct = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
                        g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
@@ -560,6 +626,10 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
         const int32_t mr = ck_min(mr_cap, pixel_end - p);
         if (direct) {
             for (int32_t m = 0; m < mr_cap; m++) ptrs[m] = input + (size_t)(p + (m < mr ? m : 0)) * k;
+        } else if (rowwise) {
+            tile_row_pointers(g, input, zeros, oy, ox, mr, mr_cap, ptrs, patch);
+            ox += mr;
+            while (ox >= g->out_w) { ox -= g->out_w; oy++; }
         } else if (offsets) {
             const int32_t *row = offsets + (size_t)p * taps;
             for (int32_t m = 0; m < mr_cap; m++) {

@@ -59,6 +59,11 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (8, 6, 13, 33, 3, 1, 2, .same, .relu6),       // dilation 2
             (10, 9, 5, 7, 5, 2, 1, .valid, .reluN1To1),   // 5×5 stride 2
             (5, 5, 64, 40, 3, 1, 1, .same, .none),        // deeper reduction
+            // Few input channels: each filter row read as one run (row taps), tiles inside a row,
+            // across rows and at the left/right edges (zero-padded patches), 8 and 24 outputs.
+            (6, 37, 1, 8, 3, 2, 1, .same, .none),
+            (9, 31, 4, 24, 5, 2, 1, .same, .relu),
+            (7, 29, 3, 20, 3, 1, 1, .valid, .none),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])

@@ -70,12 +70,17 @@ void ck_conv_offsets(const ck_conv_geometry *g, int32_t *offsets);
 
 /// Computes output pixels [pixel_begin, pixel_end) (flattened oy * out_w + ox) and output-channel
 /// blocks [block_begin, block_end) of one image: output = clamp(conv(input) + bias, out_min, out_max).
-/// `zeros` holds at least in_c zero floats (read for taps outside the image); `offsets` is the
-/// table of ck_conv_offsets or NULL (then computed per tile).
+/// `zeros` holds at least k_w * in_c zero floats (read for taps outside the image); `offsets` is
+/// the table of ck_conv_offsets or NULL (then computed per tile; it is not read when in_c is small
+/// and each filter row's taps are read as one run of k_w * in_c floats).
 void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
                  float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                  int32_t block_end, float out_min, float out_max, const float *zeros,
                  const int32_t *offsets);
+
+/// Whether ck_conv_f32 reads each filter row's taps as one run of k_w * in_c floats (few input
+/// channels, dilation 1 along x: first layers); then it never reads an offsets table.
+int32_t ck_conv_f32_row_taps(const ck_conv_geometry *g);
 
 /// A residual connection folded into a convolution's epilogue (CONV_2D → [PAD of the channels] →
 /// ADD): after the convolution's own clamp, output channel j of pixel p becomes

@@ -91,8 +91,9 @@ struct OptimizedConvFloatKernel: Kernel {
     let batches: Int
     let packed: [Float]
     let zeros: [Float]
-    /// ck_conv_offsets' table (empty for 1×1 stride-1 convolutions, which need none, and for
-    /// tables beyond 2M entries, which the kernel replaces by per-tile arithmetic).
+    /// ck_conv_offsets' table (empty for 1×1 stride-1 convolutions and row-tap first layers,
+    /// which need none, and for tables beyond 2M entries, which the kernel replaces by per-tile
+    /// arithmetic).
     let offsets: [Int32]
     let split: GemmSplit
     let floatMin: Float, floatMax: Float
@@ -122,11 +123,11 @@ struct OptimizedConvFloatKernel: Kernel {
         self.isa = isa
         self.geometry = geometry
         self.batches = batches
-        zeros = [Float](repeating: 0, count: Int(geometry.in_c))
+        zeros = [Float](repeating: 0, count: Int(geometry.in_c) * max(1, Int(geometry.k_w)))
         let pixels = Int(geometry.out_h) * Int(geometry.out_w), taps = Int(geometry.k_h) * Int(geometry.k_w)
         let direct = taps == 1 && geometry.stride_h == 1 && geometry.stride_w == 1 && geometry.pad_top == 0 && geometry.pad_left == 0
             && geometry.in_h == geometry.out_h && geometry.in_w == geometry.out_w
-        if !direct, pixels * taps <= 1 << 21 {
+        if !direct, ck_conv_f32_row_taps(&g) == 0, pixels * taps <= 1 << 21 {
             offsets = [Int32](unsafeUninitializedCapacity: pixels * taps) { buffer, initialized in
                 if let base = buffer.baseAddress { ck_conv_offsets(&g, base) }
                 initialized = pixels * taps
