@@ -541,9 +541,52 @@ static void residual_portable(const ck_residual_f32 *r, float *output, int32_t o
 }
 
 #if CK_X86
+/// Whole pixels (all out_c channels): the tile's outputs are one contiguous run, walked 16 floats
+/// at a time whatever the pixel boundaries, so no vector overlaps the one stored before it (a load
+/// overlapping an earlier masked store waits for that store to retire: per-pixel vectors of a
+/// 24-channel output did, and cost more than the convolution). The residual lanes of a run are
+/// consecutive residual values: expand-loaded into the lanes whose channel has one.
+CK_TARGET_AVX512
+static void residual_avx512_run(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1) {
+    const __m512 vlo = _mm512_set1_ps(r->lo), vhi = _mm512_set1_ps(r->hi);
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i vout = _mm512_set1_epi32(out_c), vlo_c = _mm512_set1_epi32(r->before);
+    const __m512i vhi_c = _mm512_set1_epi32(r->before + r->channels), step = _mm512_set1_epi32(16 % out_c);
+    float *o = output + (size_t)p0 * out_c;
+    const float *src = r->data + (size_t)p0 * r->channels;
+    const size_t n = (size_t)(p1 - p0) * out_c;
+    if (r->before == 0 && r->channels == out_c) {
+        for (size_t i = 0; i < n; i += 16) {
+            const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+            const __m512 x = _mm512_maskz_loadu_ps(m, src + i);
+            _mm512_mask_storeu_ps(o + i, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, o + i)))));
+        }
+        return;
+    }
+    __m512i ch = lanes;  // each lane's channel
+    for (__mmask16 wrap; (wrap = _mm512_cmpge_epi32_mask(ch, vout)) != 0;) ch = _mm512_mask_sub_epi32(ch, wrap, ch, vout);
+    int32_t q = 0, c = 0;  // pixel and channel of lane 0
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __mmask16 valid = m & _mm512_cmpge_epi32_mask(ch, vlo_c) & _mm512_cmplt_epi32_mask(ch, vhi_c);
+        // Residual values before lane 0: q whole pixels, then this pixel's channels below c.
+        const size_t at = (size_t)q * r->channels + (size_t)ck_min(ck_max(c - r->before, 0), r->channels);
+        const __m512 x = _mm512_maskz_expandloadu_ps(valid, src + at);
+        const __m512 v = _mm512_min_ps(vhi, _mm512_max_ps(vlo, _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, o + i))));
+        _mm512_mask_storeu_ps(o + i, m, v);
+        ch = _mm512_add_epi32(ch, step);
+        ch = _mm512_mask_sub_epi32(ch, _mm512_cmpge_epi32_mask(ch, vout), ch, vout);
+        for (c += 16; c >= out_c; c -= out_c) q++;
+    }
+}
+
 CK_TARGET_AVX512
 static void residual_avx512(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1,
                             int32_t c0, int32_t c1) {
+    if (c0 == 0 && c1 == out_c) {
+        residual_avx512_run(r, output, out_c, p0, p1);
+        return;
+    }
     const __m512 vlo = _mm512_set1_ps(r->lo), vhi = _mm512_set1_ps(r->hi);
     const int32_t lo_c = r->before, hi_c = r->before + r->channels;
     for (int32_t p = p0; p < p1; p++) {
@@ -621,6 +664,7 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                        g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
     int32_t oy = pixel_begin / g->out_w, ox = pixel_begin - oy * g->out_w;
     const int32_t c_begin = block_begin * CK_F32_NR, c_end = ck_min(g->out_c, block_end * CK_F32_NR);
+    int32_t pending_p = 0, pending_end = 0;  // the tile whose residual is still to add
 
     for (int32_t p = pixel_begin; p < pixel_end; p += mr_cap) {
         const int32_t mr = ck_min(mr_cap, pixel_end - p);
@@ -650,7 +694,11 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                      output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
                 b += nb;
             }
-            ck_residual_add_f32(isa, residual, output, g->out_c, p, p + mr, c_begin, c_end);
+            if (residual) {
+                ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
+                pending_p = p;
+                pending_end = p + mr;
+            }
             continue;
         }
         for (int32_t b = block_begin; b < block_end;) {
@@ -673,9 +721,15 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                  output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
             b++;
         }
-        // The residual while the tile is in L1.
-        ck_residual_add_f32(isa, residual, output, g->out_c, p, p + mr, c_begin, c_end);
+        // The residual of the previous tile, still in L1: one tile later, so its (masked) stores
+        // have left the store buffer (a load that has to wait for them stalls far longer).
+        if (residual) {
+            ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
+            pending_p = p;
+            pending_end = p + mr;
+        }
     }
+    ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
 }
 
 // ---- depthwise, depth multiplier 1: output rows per call ----
