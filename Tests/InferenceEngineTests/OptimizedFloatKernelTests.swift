@@ -64,6 +64,8 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (6, 37, 1, 8, 3, 2, 1, .same, .none),
             (9, 31, 4, 24, 5, 2, 1, .same, .relu),
             (7, 29, 3, 20, 3, 1, 1, .valid, .none),
+            // 1×1 with a long reduction: K blocking over a pair of column blocks, the last block whole.
+            (5, 7, 300, 40, 1, 1, 1, .valid, .relu),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])
