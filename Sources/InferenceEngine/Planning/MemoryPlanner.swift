@@ -48,11 +48,12 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
             { a, b in buffers[a].lastUse != buffers[b].lastUse ? buffers[a].lastUse > buffers[b].lastUse
                 : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b) },
         ]
+        let overlaps = Overlaps(buffers)
         var best: (offsets: [Int], arenaSize: Int)?
         search: for order in orders {
             let sorted = buffers.indices.sorted(by: order)
             for bestFit in [false, true] {
-                let candidate = place(buffers, order: sorted, bestFit: bestFit)
+                let candidate = place(buffers, order: sorted, bestFit: bestFit, overlaps: overlaps)
                 if let current = best, current.arenaSize <= candidate.arenaSize { continue }
                 best = candidate
                 if candidate.arenaSize <= bound { break search }
@@ -73,28 +74,63 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
                 return Double(buffer.size) * (0.5 + Double(z >> 11) / Double(1 << 53))
             }
             let order = buffers.indices.sorted { keys[$0] != keys[$1] ? keys[$0] > keys[$1] : $0 < $1 }
-            let candidate = place(buffers, order: order, bestFit: false)
+            let candidate = place(buffers, order: order, bestFit: false, overlaps: overlaps)
             if candidate.arenaSize < current.arenaSize { best = candidate }
         }
         return best ?? ([], 0)
     }
 
+    /// For each buffer, the other buffers alive at some same step (computed once per plan), flat:
+    /// buffer i's are `others[start[i]..<start[i + 1]]`.
+    private struct Overlaps {
+        var start: [Int]
+        var others: [Int]
+
+        init(_ buffers: [PlannedBuffer]) {
+            var counts = [Int](repeating: 0, count: buffers.count + 1)
+            for i in buffers.indices {
+                for j in (i + 1)..<buffers.count where buffers[i].overlapsInTime(buffers[j]) {
+                    counts[i] += 1
+                    counts[j] += 1
+                }
+            }
+            start = [Int](repeating: 0, count: buffers.count + 1)
+            for i in buffers.indices { start[i + 1] = start[i] + counts[i] }
+            var fill = start
+            others = [Int](repeating: 0, count: start[buffers.count])
+            for i in buffers.indices {
+                for j in (i + 1)..<buffers.count where buffers[i].overlapsInTime(buffers[j]) {
+                    others[fill[i]] = j
+                    fill[i] += 1
+                    others[fill[j]] = i
+                    fill[j] += 1
+                }
+            }
+        }
+    }
+
     /// Places buffers in `order`: each at the first gap (or, with `bestFit`, the smallest gap,
-    /// else the end) among the placed buffers alive at the same time.
-    private func place(_ buffers: [PlannedBuffer], order: [Int], bestFit: Bool) -> (offsets: [Int], arenaSize: Int) {
+    /// else the end) among the placed buffers alive at the same time (`overlaps`).
+    private func place(_ buffers: [PlannedBuffer], order: [Int], bestFit: Bool, overlaps: Overlaps) -> (offsets: [Int], arenaSize: Int) {
         var offsets = [Int](repeating: 0, count: buffers.count)
-        // Placed buffers kept sorted by offset, so the gaps among those alive at the same time are
-        // found in one pass, without filtering or sorting per buffer.
-        var placed: [(offset: Int, end: Int, first: Int, last: Int)] = []
-        placed.reserveCapacity(buffers.count)
+        var placed = [Bool](repeating: false, count: buffers.count)
+        // The placed buffers alive at the same time, sorted by offset: the gaps follow in one pass.
+        // (Equal offsets may come in any order: the gap found is the same.)
+        var live: [(offset: Int, end: Int)] = []
+        live.reserveCapacity(buffers.count)
         var arenaSize = 0
         for index in order {
-            let buffer = buffers[index]
-            let size = align(buffer.size)
+            let size = align(buffers[index].size)
+            live.removeAll(keepingCapacity: true)
+            for k in overlaps.start[index]..<overlaps.start[index + 1] {
+                let other = overlaps.others[k]
+                if placed[other] { live.append((offsets[other], offsets[other] + align(buffers[other].size))) }
+            }
+            live.sort { $0.offset < $1.offset }
             var cursor = 0
             var chosen: Int?
             var chosenGap = Int.max
-            for other in placed where other.first <= buffer.lastUse && buffer.firstUse <= other.last {
+            for other in live {
                 if cursor + size <= other.offset {
                     let gap = other.offset - cursor
                     if !bestFit { chosen = cursor; break }
@@ -104,13 +140,7 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
             }
             let offset = chosen ?? cursor
             offsets[index] = offset
-            // Insert after every placed buffer with an offset <= this one (stable, as the sort was).
-            var lo = 0, hi = placed.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if placed[mid].offset <= offset { lo = mid + 1 } else { hi = mid }
-            }
-            placed.insert((offset, offset + size, buffer.firstUse, buffer.lastUse), at: lo)
+            placed[index] = true
             arenaSize = max(arenaSize, offset + size)
         }
         return (offsets, arenaSize)
