@@ -71,44 +71,52 @@ enum ModelCompiler {
     /// Topological order of the operators: stable (keeps file order where possible); a cycle or a
     /// tensor read before any operator writes it is an error.
     static func executionOrder(_ graph: Subgraph) throws -> [Int] {
-        var producer = [Int: Int]()
+        // Tensor indices are in range (TFLiteModel validates them); -1 marks an omitted input.
+        var producer = [Int](repeating: -1, count: graph.tensors.count)
         for (index, op) in graph.operators.enumerated() {
             for output in op.outputs {
                 // -1 marks an omitted optional input; an output cannot be omitted.
-                guard output >= 0 else {
+                guard output >= 0, output < producer.count else {
                     throw EngineError(.invalidModel, "The model's node \(index) has no tensor for one of its outputs (index \(output)); every operator output must name a tensor.", nodeIndex: index)
                 }
-                if let other = producer[output] {
-                    throw EngineError(.invalidModel, "The model's tensor \(output) is written by both node \(other) and node \(index).", nodeIndex: index)
+                if producer[output] >= 0 {
+                    throw EngineError(.invalidModel, "The model's tensor \(output) is written by both node \(producer[output]) and node \(index).", nodeIndex: index)
                 }
                 producer[output] = index
             }
         }
         var pending = [Int](repeating: 0, count: graph.operators.count)
         var consumers = [[Int]](repeating: [], count: graph.operators.count)
+        var seenBy = [Int](repeating: -1, count: graph.tensors.count)  // an input counted once per node
         for (index, op) in graph.operators.enumerated() {
-            for input in Set(op.inputs) where input >= 0 {
-                if let p = producer[input], p != index {
+            for input in op.inputs where input >= 0 && input < producer.count && seenBy[input] != index {
+                seenBy[input] = index
+                let p = producer[input]
+                if p == index {
+                    throw EngineError(.invalidModel, "The model's node \(index) reads its own output tensor \(input).", nodeIndex: index)
+                } else if p >= 0 {
                     pending[index] += 1
                     consumers[p].append(index)
-                } else if producer[input] == index {
-                    throw EngineError(.invalidModel, "The model's node \(index) reads its own output tensor \(input).", nodeIndex: index)
                 }
             }
         }
-        // Kahn's algorithm with a min-heap substitute: ready nodes in file order.
-        var ready = (0..<graph.operators.count).filter { pending[$0] == 0 }
+        // Kahn's algorithm, ready nodes taken in file order: `ready` is kept sorted descending,
+        // so the next node is its last element (each node becomes ready exactly once).
+        var ready = (0..<graph.operators.count).filter { pending[$0] == 0 }.reversed() as [Int]
         var order: [Int] = []
         order.reserveCapacity(graph.operators.count)
-        var readySet = Set(ready)
-        while !ready.isEmpty {
-            ready.sort(by: >)
-            guard let next = ready.popLast() else { break }
-            readySet.remove(next)
+        while let next = ready.popLast() {
             order.append(next)
             for c in consumers[next] {
                 pending[c] -= 1
-                if pending[c] == 0, !readySet.contains(c) { ready.append(c); readySet.insert(c) }
+                if pending[c] == 0 {
+                    var lo = 0, hi = ready.count
+                    while lo < hi {
+                        let mid = (lo + hi) / 2
+                        if ready[mid] > c { lo = mid + 1 } else { hi = mid }
+                    }
+                    ready.insert(c, at: lo)
+                }
             }
         }
         guard order.count == graph.operators.count else {
