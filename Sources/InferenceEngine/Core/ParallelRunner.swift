@@ -14,6 +14,11 @@ import Synchronization
 /// the other core is busy: the new thread waits for a scheduler tick), and until it is ready the
 /// pieces run on the calling thread, so a model's first invoke does not wait for thread start-up.
 /// Outputs do not depend on how pieces are scheduled, so the results are the same either way.
+///
+/// A pool outlives its interpreter: when the interpreter goes away its pool (threads asleep) is
+/// kept for the next interpreter with the same thread count, at most ``idlePoolLimit`` per count,
+/// so a process that creates interpreters again and again (a model reloaded, a task recreated)
+/// starts each one with its threads ready.
 final class ParallelRunner: @unchecked Sendable {
     /// Number of threads work is spread over (1 = the calling thread only).
     let threadCount: Int
@@ -25,6 +30,12 @@ final class ParallelRunner: @unchecked Sendable {
     init(threadCount: Int) {
         self.threadCount = max(1, min(threadCount, 256))
         guard self.threadCount > 1 else {
+            created = nil
+            return
+        }
+        let count = self.threadCount
+        if let bits = idlePools.withLock({ $0[count]?.popLast() }) {
+            pool.bits.store(bits, ordering: .releasing)
             created = nil
             return
         }
@@ -42,8 +53,17 @@ final class ParallelRunner: @unchecked Sendable {
     deinit {
         created?.wait()
         let bits = pool.bits.load(ordering: .acquiring)
-        if bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) { pthreadpool_destroy(OpaquePointer(raw)) }
+        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else { return }
+        let kept = idlePools.withLock { pools in
+            guard pools[threadCount, default: []].count < ParallelRunner.idlePoolLimit else { return false }
+            pools[threadCount, default: []].append(bits)
+            return true
+        }
+        if !kept { pthreadpool_destroy(OpaquePointer(raw)) }
     }
+
+    /// Most idle pools kept per thread count.
+    static let idlePoolLimit = 2
 
     /// Blocks until the background creation of the pool has finished.
     func waitUntilStarted() {
@@ -74,6 +94,9 @@ final class ParallelRunner: @unchecked Sendable {
     /// A runner that uses only the calling thread.
     static let serial = ParallelRunner(threadCount: 1)
 }
+
+/// Pools of interpreters that have gone away, by thread count (pthreadpool_t bit patterns).
+private let idlePools = Mutex<[Int: [Int]]>([:])
 
 /// Where the background creation publishes the pool (a pthreadpool_t's bit pattern, 0 before).
 private final class PoolSlot: Sendable {
