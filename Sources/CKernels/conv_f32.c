@@ -799,6 +799,150 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
     ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
 }
 
+// ---- first layers: 3 input channels, stride 2 along x (see ckernels.h) ----
+//
+// Vectorized over 16 output pixels of a row instead of over output channels: the 16 pixels' inputs
+// for one filter tap (ky, kx, c) sit 6 floats apart in the input row (stride 2 × 3 channels), so
+// the row segment they span (7 vectors) is split once per filter row into its 6 phases
+// (P_r[j] = seg[6j + r], three two-source permutes and two blends each); phase r shifted by one
+// or two pixels serves the taps at 6 + r and 12 + r. Each tap is then one FMA per output channel
+// with the weight broadcast, where the channel-vectorized GEMM wastes lanes (8 channels) and
+// spends its time on per-tap pointers. The accumulators ([channel][pixel]) are transposed to NHWC
+// in registers. Every output is bias + its taps in (ky, kx, c) order; rows outside the image are
+// skipped (the GEMM adds their zero products: only a -0.0 sum can differ, by sign).
+
+int32_t ck_conv_c3s2_supported(const ck_conv_geometry *g) {
+    return g->in_c == 3 && g->stride_w == 2 && g->dil_w == 1 && (g->k_w == 3 || g->k_w == 5) &&
+           g->k_h >= 1 && g->k_h <= 7 && g->out_c % 8 == 0 && g->out_c <= 64 && g->out_w >= 1;
+}
+
+#if CK_X86
+/// Stores 8 channel vectors (16 pixels each) as n pixels of 8 floats, `stride` floats apart.
+CK_TARGET_AVX512 CK_INLINE
+void c3s2_store8(const __m512 *a, float *out, int32_t stride, int32_t n) {
+    const __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpackhi_ps(a[0], a[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(a[2], a[3]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
+    const __m512 t4 = _mm512_unpacklo_ps(a[4], a[5]), t5 = _mm512_unpackhi_ps(a[4], a[5]);
+    const __m512 t6 = _mm512_unpacklo_ps(a[6], a[7]), t7 = _mm512_unpackhi_ps(a[6], a[7]);
+    // u[i] 128-bit chunk k: pixel 4k + i, channels 0-3 (u[4 + i]: channels 4-7).
+    __m512 u[8];
+    u[0] = _mm512_shuffle_ps(t0, t2, 0x44); u[1] = _mm512_shuffle_ps(t0, t2, 0xEE);
+    u[2] = _mm512_shuffle_ps(t1, t3, 0x44); u[3] = _mm512_shuffle_ps(t1, t3, 0xEE);
+    u[4] = _mm512_shuffle_ps(t4, t6, 0x44); u[5] = _mm512_shuffle_ps(t4, t6, 0xEE);
+    u[6] = _mm512_shuffle_ps(t5, t7, 0x44); u[7] = _mm512_shuffle_ps(t5, t7, 0xEE);
+    CK_UNROLL for (int i = 0; i < 4; i++) {
+        // [pixel i | pixel 4 + i] and [pixel 8 + i | pixel 12 + i], 8 channels each.
+        const __m512 lo = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x44), hi = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xEE);
+        const __m512 v0 = _mm512_shuffle_f32x4(lo, lo, 0xD8), v1 = _mm512_shuffle_f32x4(hi, hi, 0xD8);
+        if (i < n) _mm256_storeu_ps(out + (size_t)i * stride, _mm512_castps512_ps256(v0));
+        if (4 + i < n) _mm256_storeu_ps(out + (size_t)(4 + i) * stride, _mm512_extractf32x8_ps(v0, 1));
+        if (8 + i < n) _mm256_storeu_ps(out + (size_t)(8 + i) * stride, _mm512_castps512_ps256(v1));
+        if (12 + i < n) _mm256_storeu_ps(out + (size_t)(12 + i) * stride, _mm512_extractf32x8_ps(v1, 1));
+    }
+}
+
+/// The phases of every filter row of one block of 16 output pixels (row oy from ox0):
+/// ph[ky * 15 + o] serves tap offset o = kx * 3 + c; valid[ky] says whether the filter row is in the image.
+CK_TARGET_AVX512 CK_INLINE
+void c3s2_phases(const ck_conv_geometry *g, const float *input, int32_t oy, int32_t ox0, __m512 *ph, int *valid, const int KW) {
+    const int32_t row_floats = g->in_w * 3, xs = ox0 * 2 - g->pad_left;
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i six = _mm512_mullo_epi32(lane, _mm512_set1_epi32(6));
+    for (int32_t ky = 0; ky < g->k_h; ky++) {
+        const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+        valid[ky] = iy >= 0 && iy < g->in_h;
+        if (!valid[ky]) continue;
+        const float *row = input + (size_t)iy * row_floats;
+        // seg[e] = row[xs * 3 + e] for e in [0, 112), zero outside the row.
+        __m512 seg[7];
+        CK_UNROLL for (int t = 0; t < 7; t++) {
+            const __m512i e = _mm512_add_epi32(lane, _mm512_set1_epi32(xs * 3 + 16 * t));
+            const __mmask16 m = _mm512_cmpge_epi32_mask(e, _mm512_setzero_si512()) &
+                                _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(row_floats));
+            seg[t] = _mm512_maskz_loadu_ps(m, row + xs * 3 + 16 * t);
+        }
+        __m512 *out = ph + ky * 15;
+        CK_UNROLL for (int r = 0; r < 6; r++) {
+            const __m512i at = _mm512_add_epi32(six, _mm512_set1_epi32(r));  // seg index 6j + r
+            const __m512i idx = _mm512_and_si512(at, _mm512_set1_epi32(31));
+            const __mmask16 mb = _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(32));
+            const __mmask16 mc = _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(64));
+            __m512 p = _mm512_permutex2var_ps(seg[0], idx, seg[1]);
+            p = _mm512_mask_mov_ps(p, mb, _mm512_permutex2var_ps(seg[2], idx, seg[3]));
+            p = _mm512_mask_mov_ps(p, mc, _mm512_permutex2var_ps(seg[4], idx, seg[5]));
+            out[r] = p;
+            // seg[96 + r], seg[102 + r]: the pixels after the block, for the shifted phases.
+            const __m512i next = _mm512_permutexvar_epi32(_mm512_setr_epi32(r, 6 + r, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+                                                          _mm512_castps_si512(seg[6]));
+            if (6 + r < 3 * KW) out[6 + r] = _mm512_castsi512_ps(_mm512_alignr_epi32(next, _mm512_castps_si512(p), 1));
+            if (12 + r < 3 * KW) out[12 + r] = _mm512_castsi512_ps(_mm512_alignr_epi32(next, _mm512_castps_si512(p), 2));
+        }
+    }
+}
+
+/// Output channels [oc0, oc0 + 8 * G8) of the block whose phases are `ph`: n pixels stored.
+CK_TARGET_AVX512 CK_INLINE
+void c3s2_block(const ck_conv_geometry *g, const __m512 *ph, const int *valid, const float *filter, const float *bias,
+                float *out, int32_t oy, int32_t ox0, int32_t n, int32_t oc0, __m512 vlo, __m512 vhi, const int KW, const int G8) {
+    __m512 acc[16];
+    CK_UNROLL for (int o = 0; o < 8 * G8; o++) acc[o] = _mm512_set1_ps(bias ? bias[oc0 + o] : 0.0f);
+    const size_t w_oc = (size_t)g->k_h * KW * 3;  // floats between output channels
+    for (int32_t ky = 0; ky < g->k_h; ky++) {
+        if (!valid[ky]) continue;
+        const float *w = filter + ((size_t)oc0 * g->k_h + ky) * KW * 3;
+        CK_UNROLL for (int o = 0; o < 3 * KW; o++) {
+            const __m512 x = ph[ky * 15 + o];
+            CK_UNROLL for (int c = 0; c < 8 * G8; c++)
+                acc[c] = _mm512_fmadd_ps(x, _mm512_set1_ps(w[(size_t)c * w_oc + o]), acc[c]);
+        }
+    }
+    CK_UNROLL for (int o = 0; o < 8 * G8; o++) acc[o] = _mm512_min_ps(_mm512_max_ps(acc[o], vlo), vhi);
+    float *dst = out + ((size_t)oy * g->out_w + ox0) * g->out_c + oc0;
+    c3s2_store8(acc, dst, g->out_c, n);
+    if (G8 == 2) c3s2_store8(acc + 8, dst + 8, g->out_c, n);
+}
+
+CK_TARGET_AVX512
+static void c3s2_rows(const ck_conv_geometry *g, const float *input, const float *filter, const float *bias, float *output,
+                      int32_t row_begin, int32_t row_end, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+    __m512 ph[7 * 15];
+    int valid[7];
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        for (int32_t ox0 = 0; ox0 < g->out_w; ox0 += 16) {
+            const int32_t n = ck_min(16, g->out_w - ox0);
+            if (g->k_w == 3) c3s2_phases(g, input, oy, ox0, ph, valid, 3);
+            else c3s2_phases(g, input, oy, ox0, ph, valid, 5);
+            for (int32_t oc0 = 0; oc0 < g->out_c;) {
+                const int two = g->out_c - oc0 >= 16;
+                if (g->k_w == 3) {
+                    if (two) c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 3, 2);
+                    else c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 3, 1);
+                } else {
+                    if (two) c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 5, 2);
+                    else c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 5, 1);
+                }
+                oc0 += two ? 16 : 8;
+            }
+        }
+    }
+}
+#endif
+
+int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *filter, const float *bias,
+                         float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512 && ck_conv_c3s2_supported(g)) {
+        c3s2_rows(g, input, filter, bias, output, row_begin, row_end, out_min, out_max);
+        return 1;
+    }
+#else
+    (void)isa; (void)g; (void)input; (void)filter; (void)bias; (void)output; (void)row_begin; (void)row_end;
+    (void)out_min; (void)out_max;
+#endif
+    return 0;
+}
+
 // ---- depthwise, depth multiplier 1: output rows per call ----
 
 /// The filter taps [lo, hi) whose input coordinate origin + k * dilation lies in [0, size).

@@ -64,6 +64,11 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (6, 37, 1, 8, 3, 2, 1, .same, .none),
             (9, 31, 4, 24, 5, 2, 1, .same, .relu),
             (7, 29, 3, 20, 3, 1, 1, .valid, .none),
+            // 3 input channels, stride 2 (ck_conv_c3s2_f32 on AVX-512): 16-pixel blocks with a tail,
+            // image edges, 8 / 24 / 40 output channels (groups of 16 and 8), 3×3 and 5×5.
+            (8, 37, 3, 8, 3, 2, 1, .valid, .relu6),
+            (11, 40, 3, 24, 5, 2, 1, .same, .relu),
+            (6, 35, 3, 40, 3, 2, 1, .same, .none),
             // 1×1 with a long reduction: K blocking over a pair of column blocks, the last block whole.
             (5, 7, 300, 40, 1, 1, 1, .valid, .relu),
         ]

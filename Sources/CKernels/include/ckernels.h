@@ -82,6 +82,17 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
 /// channels, dilation 1 along x: first layers); then it never reads an offsets table.
 int32_t ck_conv_f32_row_taps(const ck_conv_geometry *g);
 
+/// First layers with 3 input channels, stride 2 along x, dilation 1 along x, k_w 3 or 5, k_h <= 7,
+/// out_c a multiple of 8 up to 64 (MobileNet's, DeepLab's, selfie segmentation's and BlazeFace's
+/// first convolution): whether ck_conv_c3s2_f32 handles `g`.
+int32_t ck_conv_c3s2_supported(const ck_conv_geometry *g);
+
+/// Output rows [row_begin, row_end) of such a layer, vectorized over 16 output pixels; `filter` is
+/// the op's [out_c][k_h][k_w][3] weights, `bias` may be NULL. Returns 0 (nothing done) where the
+/// ISA or the shape is not supported: the caller then runs ck_conv_f32.
+int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *filter, const float *bias,
+                         float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max);
+
 /// A residual connection folded into a convolution's epilogue (CONV_2D → [PAD of the channels] →
 /// ADD): after the convolution's own clamp, output channel j of pixel p becomes
 /// clamp(r + output, lo, hi) with r = data[p * channels + j - before] for before <= j < before +

@@ -99,6 +99,9 @@ struct OptimizedConvFloatKernel: Kernel {
     let floatMin: Float, floatMax: Float
     /// A residual ADD folded into the epilogue (``ResidualFusion``), nil for a plain convolution.
     var residual: ResidualAdd?
+    /// A first layer ck_conv_c3s2_f32 runs (3 input channels, stride 2 along x; AVX-512): the op's
+    /// own weights and bias, copied; nil otherwise.
+    let firstLayer: (filter: [Float], bias: [Float]?)?
 
     /// Nil when the shapes do not fit the optimized kernel (the caller keeps the reference kernel).
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?,
@@ -140,6 +143,13 @@ struct OptimizedConvFloatKernel: Kernel {
                           bytesPerBlock: count / max(blocks, 1) * 4)
         self.floatMin = floatMin
         self.floatMax = floatMax
+        if isa >= Int32(CK_ISA_AVX512), ck_conv_c3s2_supported(&g) != 0 {
+            let filterCopy = Array(UnsafeBufferPointer(start: filterBase.assumingMemoryBound(to: Float.self), count: weightCount))
+            let biasCopy = biasBase.map { Array(UnsafeBufferPointer(start: $0, count: outputChannels)) }
+            firstLayer = (filterCopy, biasCopy)
+        } else {
+            firstLayer = nil
+        }
     }
 
     func run(_ io: KernelIO) {
@@ -147,6 +157,20 @@ struct OptimizedConvFloatKernel: Kernel {
         let output = io.output(0, as: Float.self)
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c)
+        if let firstLayer, residual == nil {
+            let rows = Int(geometry.out_h)
+            firstLayer.filter.withUnsafeBufferPointer { filter in
+                let run = { (bias: UnsafePointer<Float>?) in
+                    io.forEachImageRows(batches: batches, rowCount: rows, pieces: min(rows, 16)) { n, range in
+                        var g = geometry
+                        _ = ck_conv_c3s2_f32(isa, &g, input + n * inputStride, filter.baseAddress, bias, output + n * outputStride,
+                                             Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+                    }
+                }
+                if let bias = firstLayer.bias { bias.withUnsafeBufferPointer { run($0.baseAddress) } } else { run(nil) }
+            }
+            return
+        }
         let perImage = split.piecesPerImage
         packed.withUnsafeBufferPointer { weights in
             zeros.withUnsafeBufferPointer { zeros in
