@@ -5,28 +5,27 @@ import TensorCore
 /// How an implicit-GEMM convolution's work (output pixels × output-channel blocks, per image) is
 /// cut into pieces: channel blocks are grouped so one group's packed weights stay in L2 while a
 /// piece walks its pixels, and pixels are cut into runs of whole micro-tiles until there are enough
-/// pieces to balance two or more threads. The split depends only on shapes, never on the thread
-/// count, and every output element is computed by exactly one tile over the whole reduction, so
-/// results are identical for every thread count.
+/// pieces to balance two or more threads, the tiles spread as evenly as they go (a 14×14 image in
+/// runs of 4 tiles made 5 pieces for 8 wanted: 3 on one thread, 2 on the other). The split
+/// depends only on shapes, never on the thread count, and every output element is computed by
+/// exactly one tile over the whole reduction, so results are identical for every thread count.
 struct GemmSplit: Sendable {
     let pixels: Int, blocks: Int
-    let pixelChunk: Int, pixelChunks: Int
+    let tileRows: Int, tiles: Int, pixelChunks: Int
     let blockChunk: Int, blockChunks: Int
 
     /// - Parameter bytesPerBlock: packed weight bytes of one channel block.
-    init(pixels: Int, blocks: Int, bytesPerBlock: Int, minimumPieces: Int = 8, tileRows: Int = 24) {
+    init(pixels: Int, blocks: Int, bytesPerBlock: Int, minimumPieces: Int = 8, tileRows: Int = 12) {
         self.pixels = pixels
         self.blocks = blocks
         let groupBytes = 192 << 10
         let chunk = max(1, min(blocks, groupBytes / max(bytesPerBlock, 1)))
         blockChunk = chunk
         blockChunks = (blocks + chunk - 1) / chunk
-        let tiles = max(1, (pixels + tileRows - 1) / tileRows)
+        self.tileRows = max(1, tileRows)
+        tiles = max(1, (pixels + self.tileRows - 1) / self.tileRows)
         let wanted = max(1, (minimumPieces + blockChunks - 1) / blockChunks)
-        let pixelPieces = min(tiles, wanted)
-        let tilesPerPiece = (tiles + pixelPieces - 1) / pixelPieces
-        pixelChunk = tilesPerPiece * tileRows
-        pixelChunks = (pixels + pixelChunk - 1) / pixelChunk
+        pixelChunks = min(tiles, wanted)
     }
 
     var piecesPerImage: Int { pixelChunks * blockChunks }
@@ -34,8 +33,10 @@ struct GemmSplit: Sendable {
     /// Pixel and block ranges of piece `index` (of one image).
     func ranges(_ index: Int) -> (pixels: Range<Int>, blocks: Range<Int>) {
         let p = index / blockChunks, b = index % blockChunks
-        let pixelStart = p * pixelChunk, blockStart = b * blockChunk
-        return (pixelStart..<min(pixels, pixelStart + pixelChunk), blockStart..<min(blocks, blockStart + blockChunk))
+        let pixelStart = min(pixels, p * tiles / pixelChunks * tileRows)
+        let pixelEnd = min(pixels, (p + 1) * tiles / pixelChunks * tileRows)
+        let blockStart = b * blockChunk
+        return (pixelStart..<pixelEnd, blockStart..<min(blocks, blockStart + blockChunk))
     }
 }
 
