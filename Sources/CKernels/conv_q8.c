@@ -23,6 +23,10 @@
 
 static inline int32_t q8_min(int32_t a, int32_t b) { return a < b ? a : b; }
 
+/// Index in a block of ck_q8_params_pack of the flag (set by ck_conv_q8b_pack and ck_conv_q8r_pack)
+/// saying the plain requantization q8_rqp_rows applies to the block.
+#define Q8_PLAIN 178
+
 // ---- requantization parameters ----
 
 size_t ck_q8_params_count(int32_t channels) {
@@ -194,6 +198,15 @@ static void q8_tile_pointers(const ck_conv_geometry *g, const int32_t *tap_offse
                              size_t bytes_per_pixel, const void *outside, int32_t p, int32_t mr, const void **ptrs,
                              const int32_t *pixel_sums, uint32_t outside_sum, uint32_t *sums) {
     const int32_t taps = g->k_h * g->k_w;
+    if (taps == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 && g->in_w == g->out_w &&
+        g->in_h >= g->out_h) {
+        // 1x1, stride 1, no padding: output pixel p reads input pixel p.
+        for (int32_t m = 0; m < mr; m++) {
+            ptrs[m] = input + (size_t)(p + m) * bytes_per_pixel;
+            if (sums) sums[m] = pixel_sums ? (uint32_t)pixel_sums[p + m] : 0;
+        }
+        return;
+    }
     const int32_t span_h = (g->k_h - 1) * g->dil_h, span_w = (g->k_w - 1) * g->dil_w;
     int32_t oy = p / g->out_w, ox = p - oy * g->out_w;
     for (int32_t m = 0; m < mr; m++) {
@@ -408,6 +421,87 @@ typedef struct {
 Q8_REQUANT512(Q8_TARGET_AVX512, q8_requant_avx512)
 Q8_REQUANT512(Q8_TARGET_VNNI, q8_requant_vnni)
 
+/// The shorter exact requantization of q8_dw3_requant's non-GENERAL form for a block whose
+/// parameters say it applies (Q8_PLAIN, set by ck_conv_q8b_pack: no left shift, the output zero
+/// point folded into the nudge N, 1 <= r <= 22, and |accumulator| < 2^29 for any input, bounded
+/// from the bias and the weights): the high dword U of the 64-bit 2x * m + 2N is
+/// floor((x * m + N) / 2^31) = h + 2^(r-1) + zp * 2^r (|U| < 2^31), then U >> r for half up, or
+/// (U - [x < 0]) >> r for half away from zero (see q8_dw3_requant), and the clamp: about 10 vector
+/// instructions per 16 outputs with the narrowing store, against about 17.
+///
+/// Requantizes and stores MR rows of one block's accumulators (row i to c + i * ldc, n of its 16
+/// channels). V: bit 0 half up (else half away from zero), bits 1 and 2 whether the clamp needs a
+/// max / a min, bit 3 int8 output (else uint8); the rest of the clamp is the saturating narrowing
+/// store (signed for int8, unsigned for uint8, whose values the max has made non-negative). The
+/// tiles inline the variants of CONV_2D's usual outputs (Q8_EV_INT8, Q8_EV_UINT8) and call the
+/// others out of line (q8_rqp_variant, picked once per call).
+Q8_TARGET_VNNI Q8_INLINE void q8_rqp_rows(const int V, const __m512i *acc, const int MR, const int32_t *p,
+                                          const ck_q8_output *o, uint8_t *c, size_t ldc, int32_t n) {
+    const __m512i m = _mm512_loadu_si512(p + 16), m_odd = _mm512_srli_epi64(m, 32);
+    const __m512i ne = _mm512_loadu_si512(p + 96), no = _mm512_loadu_si512(p + 112);
+    const __m512i nudge2_even = _mm512_add_epi64(ne, ne), nudge2_odd = _mm512_add_epi64(no, no);
+    const __m512i right = _mm512_loadu_si512(p + 48);
+    const __m512i lo = _mm512_set1_epi32(o->act_min), hi = _mm512_set1_epi32(o->act_max);
+    const __mmask16 mask = (__mmask16)((1u << n) - 1u);
+    Q8_UNROLL
+    for (int i = 0; i < MR; i++) {
+        const __m512i x = acc[i];
+        const __m512i x2 = _mm512_add_epi32(x, x);
+        __m512i xo = _mm512_shuffle_epi32(x2, (_MM_PERM_ENUM)0xF5);
+        __asm__("" : "+v"(xo)); // a shuffle (port 5), not the shift clang prefers
+        const __m512i te = _mm512_add_epi64(_mm512_mul_epi32(x2, m), nudge2_even);
+        const __m512i to = _mm512_add_epi64(_mm512_mul_epi32(xo, m_odd), nudge2_odd);
+        __m512i u = _mm512_mask_shuffle_epi32(to, (__mmask16)0x5555, te, (_MM_PERM_ENUM)0xF5);
+        if (!(V & 1)) u = _mm512_add_epi32(u, _mm512_srai_epi32(x, 31));
+        __m512i q = _mm512_srav_epi32(u, right);
+        if (V & 2) q = _mm512_max_epi32(q, lo);
+        if (V & 4) q = _mm512_min_epi32(q, hi);
+        uint8_t *dst = c + (size_t)i * ldc;
+        if (n == CK_Q8_NR) {
+            _mm_storeu_si128((__m128i *)dst, (V & 8) ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q));
+        } else if (V & 8) {
+            _mm512_mask_cvtsepi32_storeu_epi8(dst, mask, q);
+        } else {
+            _mm512_mask_cvtusepi32_storeu_epi8(dst, mask, q);
+        }
+    }
+}
+
+typedef void (*q8_rqp_fn)(const __m512i *acc, int32_t mr, const int32_t *p, const ck_q8_output *o, uint8_t *c,
+                          size_t ldc, int32_t n);
+#define Q8_RQP_VARIANT(V)                                                                              \
+    Q8_TARGET_VNNI static void q8_rqp_rows_##V(const __m512i *acc, int32_t mr, const int32_t *p,       \
+                                               const ck_q8_output *o, uint8_t *c, size_t ldc, int32_t n) { \
+        switch (mr) {                                                                                  \
+        case 8: q8_rqp_rows(V, acc, 8, p, o, c, ldc, n); break;                                        \
+        case 4: q8_rqp_rows(V, acc, 4, p, o, c, ldc, n); break;                                        \
+        case 2: q8_rqp_rows(V, acc, 2, p, o, c, ldc, n); break;                                        \
+        default: q8_rqp_rows(V, acc, 1, p, o, c, ldc, n); break;                                       \
+        }                                                                                              \
+    }
+Q8_RQP_VARIANT(0) Q8_RQP_VARIANT(1) Q8_RQP_VARIANT(2) Q8_RQP_VARIANT(3)
+Q8_RQP_VARIANT(4) Q8_RQP_VARIANT(5) Q8_RQP_VARIANT(6) Q8_RQP_VARIANT(7)
+Q8_RQP_VARIANT(8) Q8_RQP_VARIANT(9) Q8_RQP_VARIANT(10) Q8_RQP_VARIANT(11)
+Q8_RQP_VARIANT(12) Q8_RQP_VARIANT(13) Q8_RQP_VARIANT(14) Q8_RQP_VARIANT(15)
+
+static int32_t q8_rqp_variant_number(const ck_q8_output *o, int32_t is_signed);
+
+/// Calls an out-of-line variant on a copy of the accumulators (so theirs never leave registers).
+Q8_TARGET_VNNI Q8_INLINE void q8_rqp_call(q8_rqp_fn fn, const __m512i *acc, const int MR, const int32_t *p,
+                                          const ck_q8_output *o, uint8_t *c, size_t ldc, int32_t n) {
+    __m512i copy[Q8_MAX_MR];
+    for (int m = 0; m < MR; m++) copy[m] = acc[m];
+    fn(copy, MR, p, o, c, ldc, n);
+}
+
+/// The q8_rqp_rows variant for output `o` of the given type.
+static q8_rqp_fn q8_rqp_variant(const ck_q8_output *o, int32_t is_signed) {
+    static const q8_rqp_fn variants[16] = {
+        q8_rqp_rows_0, q8_rqp_rows_1, q8_rqp_rows_2,  q8_rqp_rows_3,  q8_rqp_rows_4,  q8_rqp_rows_5,  q8_rqp_rows_6,  q8_rqp_rows_7,
+        q8_rqp_rows_8, q8_rqp_rows_9, q8_rqp_rows_10, q8_rqp_rows_11, q8_rqp_rows_12, q8_rqp_rows_13, q8_rqp_rows_14, q8_rqp_rows_15};
+    return variants[q8_rqp_variant_number(o, is_signed)];
+}
+
 #define Q8_DOT_AVX512(acc, a, b) _mm512_add_epi32(acc, _mm512_madd_epi16(a, b))
 #define Q8_DOT_VNNI(acc, a, b) _mm512_dpwssd_epi32(acc, a, b)
 
@@ -503,10 +597,12 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
 //   sum (a - za)(w - zw) = sum a*s - za*sum(s) + d*(sum(a) - K*za), d = 128 - zw.
 // int8 input: weights v = w + 128 are the unsigned operand, activations the signed one, and
 //   sum (a - za)(w - zw) = sum a*v - za*sum(v) - c*(sum(a) - K*za), c = 128 + zw.
-// int8 input with zw = 0 (per-channel int8 weights) and at most 32 products per output: the
-//   activations flipped, a' = a ^ 0x80 = a + 128, are the unsigned operand and the weights the
-//   signed one as they are, so sum (a - za) w = sum a'*w - (128 + za)*sum(w): no per-pixel term
-//   (which costs as much as the products for so few), one vpxord per broadcast instead.
+// int8 input with zw = 0 (per-channel int8 weights) and at most Q8B_FLIP_MAX products per output:
+//   the activations flipped, a' = a ^ 0x80 = a + 128, are the unsigned operand and the weights the
+//   signed one as they are, so sum (a - za) w = sum a'*w - (128 + za)*sum(w): no per-pixel term;
+//   each tile's activations are flipped once into a buffer (q8b_flip_tile) that the tiles read
+//   (three instructions per 64 bytes of a pixel, against a vpsadbw sum per pixel and an add per
+//   accumulator for the per-pixel term).
 // Taps outside the image read za (contributing 0); sum(a) per output pixel is taken over its taps
 // (vpsadbw) while the tile's pointers are built; the per-channel terms are folded into the bias.
 
@@ -516,9 +612,13 @@ size_t ck_conv_q8b_packed_count(const ck_conv_geometry *g) {
     return blocks * CK_Q8_NR * taps * (size_t)ck_q8b_padded_channels(g->in_c);
 }
 
+/// Most bytes per output pixel (taps * kq) of the flipped scheme: each tile copies its pixels' bytes
+/// into a buffer of Q8_MAX_MR times this on the stack.
+#define Q8B_FLIP_MAX 2048
+
 /// Whether the int8 scheme without per-pixel terms applies (see above).
 static inline int32_t q8b_flipped(const ck_conv_geometry *g, int32_t is_signed, int32_t filter_zero_point) {
-    return is_signed && filter_zero_point == 0 && (int64_t)g->k_h * g->k_w * ck_q8b_padded_channels(g->in_c) <= 32;
+    return is_signed && filter_zero_point == 0 && (int64_t)g->k_h * g->k_w * ck_q8b_padded_channels(g->in_c) <= Q8B_FLIP_MAX;
 }
 
 /// The byte-path operand of weight `w`: w - 128 (uint8 models), w (int8 models with zw = 0) or
@@ -531,6 +631,28 @@ static inline int32_t q8b_weight(const void *filter, int32_t is_signed, int32_t 
 /// The coefficient of sum(a) per output pixel (d, or -c; see above).
 static inline uint32_t q8b_row_coefficient(int32_t is_signed, int32_t filter_zero_point) {
     return is_signed ? (uint32_t)(-(128 + filter_zero_point)) : (uint32_t)(128 - filter_zero_point);
+}
+
+/// Clears the Q8_PLAIN flag of output channel oc's block unless the plain requantization (see
+/// q8_rqp) applies to it: no left shift, the output zero point folded, 1 <= r <= 22, and |bias| +
+/// 255 * sum |w - zw| (bounding the accumulator for any input) below 2^29. The flag is set per block
+/// by q8_plain_begin before the block's channels are checked.
+static void q8_plain_lane(int32_t *params, int32_t oc, int32_t bias, const void *filter, int32_t is_signed,
+                          int32_t filter_zero_point, size_t row, uint32_t K) {
+    int32_t *p = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
+    const int32_t j = oc % CK_Q8_NR;
+    int64_t bound = bias < 0 ? -(int64_t)bias : (int64_t)bias;
+    for (uint32_t i = 0; i < K && bound < (INT64_C(1) << 29); i++) {
+        const int32_t w = (is_signed ? (int32_t)((const int8_t *)filter)[row + i] : (int32_t)((const uint8_t *)filter)[row + i]) -
+                          filter_zero_point;
+        bound += 255 * (int64_t)(w < 0 ? -w : w);
+    }
+    if (p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29)) p[Q8_PLAIN] = 0;
+}
+
+/// Sets the Q8_PLAIN flag of every block of `channels` (cleared by q8_plain_lane where it does not apply).
+static void q8_plain_begin(int32_t *params, int32_t channels) {
+    for (int32_t b = 0; b < (channels + CK_Q8_NR - 1) / CK_Q8_NR; b++) params[(size_t)b * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN] = 1;
 }
 
 void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
@@ -564,6 +686,7 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
     const uint32_t za = (uint32_t)input_zero_point;
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
     const uint32_t K = (uint32_t)taps * (uint32_t)k;
+    q8_plain_begin(params, g->out_c);
     for (int32_t oc = 0; oc < g->out_c; oc++) {
         // The sum of the operands (see q8b_weight), one branch-free loop per scheme.
         uint32_t sum = 0;
@@ -576,6 +699,7 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
             for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)bytes[row + i] - 128);
         }
         int32_t *bias = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
+        q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, row, K);
         if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
         else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
     }
@@ -633,6 +757,9 @@ typedef struct {
     const int32_t *params;
     const ck_q8_output *out;
     uint8_t *c;
+#if CK_X86
+    q8_rqp_fn rqp; ///< the plain requantization's variant for the op's output
+#endif
 } q8b_tile_args;
 
 static inline int32_t q8b_ld32(const uint8_t *p) {
@@ -657,12 +784,11 @@ Q8_TARGET_VNNI Q8_INLINE __m512i q8b_bytes_sad(const int SIGNED, __m512i sums, c
 
 /// One vpdpbusd of broadcast activations `xv` and weights `wv` for MODE 0 (uint8 activations, the
 /// unsigned operand), 1 (int8 activations, the signed operand) or 2 (int8 activations flipped to
-/// unsigned; no row terms).
+/// unsigned by q8b_flip_tile, the unsigned operand; no row terms).
 #define Q8B_DOT(MODE, acc, xv, wv)                                                                      \
-    ((MODE) == 1 ? _mm512_dpbusd_epi32(acc, wv, xv)                                                    \
-                 : _mm512_dpbusd_epi32(acc, (MODE) == 2 ? _mm512_xor_si512(xv, _mm512_set1_epi8((char)0x80)) : (xv), wv))
+    ((MODE) == 1 ? _mm512_dpbusd_epi32(acc, wv, xv) : _mm512_dpbusd_epi32(acc, xv, wv))
 
-Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const q8b_tile_args *a) {
+Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const int EV, const q8b_tile_args *a) {
     __m512i acc[Q8_MAX_MR];
     const __m512i bias = _mm512_loadu_si512(a->params);
     Q8_UNROLL
@@ -681,6 +807,11 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const 
         }
     }
     const __mmask16 mask = (__mmask16)((1u << a->nr) - 1u);
+    if (a->params[Q8_PLAIN]) {
+        if (EV >= 0) q8_rqp_rows(EV, acc, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
+        else q8_rqp_call(a->rqp, acc, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
+        return;
+    }
     const q8_rq512 rq = q8_requant_vnni_load(a->params, a->out);
     Q8_UNROLL
     for (int m = 0; m < MR; m++) {
@@ -692,7 +823,7 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const 
 /// NB (2 or 3) consecutive blocks of 16 channels for MR rows (the blocks' weights `block_stride`
 /// bytes apart, their parameters one block apart, their outputs 16 bytes apart; only the last may be
 /// partial, with `nr_last` channels): each broadcast activation feeds NB vpdpbusd.
-Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const int NB, const q8b_tile_args *a,
+Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const int NB, const int EV, const q8b_tile_args *a,
                                              size_t block_stride, int32_t nr_last) {
     __m512i acc[3][Q8_MAX_MR];
     Q8_UNROLL
@@ -713,15 +844,23 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const
             Q8_UNROLL
             for (int m = 0; m < MR; m++) {
                 __m512i xv = _mm512_set1_epi32(q8b_ld32(x[m] + 4 * p));
-                if (MODE == 2) xv = _mm512_xor_si512(xv, _mm512_set1_epi8((char)0x80));
                 Q8_UNROLL
-                for (int j = 0; j < NB; j++) acc[j][m] = Q8B_DOT(MODE == 2 ? 0 : MODE, acc[j][m], xv, wv[j]);
+                for (int j = 0; j < NB; j++) acc[j][m] = Q8B_DOT(MODE, acc[j][m], xv, wv[j]);
             }
         }
     }
     const __mmask16 mask = (__mmask16)((1u << nr_last) - 1u);
     Q8_UNROLL
     for (int j = 0; j < NB; j++) {
+        if (a->params[j * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN]) {
+            if (EV >= 0)
+                q8_rqp_rows(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
+                            j < NB - 1 ? CK_Q8_NR : nr_last);
+            else
+                q8_rqp_call(a->rqp, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
+                       j < NB - 1 ? CK_Q8_NR : nr_last);
+            continue;
+        }
         const q8_rq512 rq = q8_requant_vnni_load(a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out);
         Q8_UNROLL
         for (int m = 0; m < MR; m++) {
@@ -732,25 +871,79 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const
         }
     }
 }
-Q8_TARGET_VNNI static void q8b_tile2_u8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(0, 8, 2, a, stride, nr); }
-Q8_TARGET_VNNI static void q8b_tile2_s8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(1, 8, 2, a, stride, nr); }
-Q8_TARGET_VNNI static void q8b_tile3_u8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(0, 8, 3, a, stride, nr); }
-Q8_TARGET_VNNI static void q8b_tile3_s8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(1, 8, 3, a, stride, nr); }
-Q8_TARGET_VNNI static void q8b_tile2_f8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(2, 8, 2, a, stride, nr); }
-Q8_TARGET_VNNI static void q8b_tile3_f8(const q8b_tile_args *a, size_t stride, int32_t nr) { q8b_tilen_body(2, 8, 3, a, stride, nr); }
+/// The tiles of one epilogue variant EV (a q8_rqp_rows variant inlined where a block takes the plain
+/// requantization, or -1: the op's variant called out of line): [mode][rows 8, 4, 2, 1], and the
+/// two- and three-block tiles of 8 rows per mode (modes 0 uint8, 1 int8, 2 flipped int8).
+typedef void (*q8b_tile_fn)(const q8b_tile_args *);
+typedef void (*q8b_tilen_fn)(const q8b_tile_args *, size_t, int32_t);
+typedef struct {
+    q8b_tile_fn tiles[3][4];
+    q8b_tilen_fn tile2[3], tile3[3];
+} q8b_tileset;
 
-Q8_TARGET_VNNI static void q8b_tile_u8(const q8b_tile_args *a) { q8b_tile_body(0, 8, a); }
-Q8_TARGET_VNNI static void q8b_tile_u4(const q8b_tile_args *a) { q8b_tile_body(0, 4, a); }
-Q8_TARGET_VNNI static void q8b_tile_u2(const q8b_tile_args *a) { q8b_tile_body(0, 2, a); }
-Q8_TARGET_VNNI static void q8b_tile_u1(const q8b_tile_args *a) { q8b_tile_body(0, 1, a); }
-Q8_TARGET_VNNI static void q8b_tile_s8(const q8b_tile_args *a) { q8b_tile_body(1, 8, a); }
-Q8_TARGET_VNNI static void q8b_tile_s4(const q8b_tile_args *a) { q8b_tile_body(1, 4, a); }
-Q8_TARGET_VNNI static void q8b_tile_s2(const q8b_tile_args *a) { q8b_tile_body(1, 2, a); }
-Q8_TARGET_VNNI static void q8b_tile_s1(const q8b_tile_args *a) { q8b_tile_body(1, 1, a); }
-Q8_TARGET_VNNI static void q8b_tile_f8(const q8b_tile_args *a) { q8b_tile_body(2, 8, a); }
-Q8_TARGET_VNNI static void q8b_tile_f4(const q8b_tile_args *a) { q8b_tile_body(2, 4, a); }
-Q8_TARGET_VNNI static void q8b_tile_f2(const q8b_tile_args *a) { q8b_tile_body(2, 2, a); }
-Q8_TARGET_VNNI static void q8b_tile_f1(const q8b_tile_args *a) { q8b_tile_body(2, 1, a); }
+#define Q8B_TILE1(MODE, MR, EV, SUF)                                                                    \
+    Q8_TARGET_VNNI static void q8b_tile_##MODE##_##MR##SUF(const q8b_tile_args *a) { q8b_tile_body(MODE, MR, EV, a); }
+#define Q8B_TILEN(MODE, NB, EV, SUF)                                                                    \
+    Q8_TARGET_VNNI static void q8b_tilen_##MODE##_##NB##SUF(const q8b_tile_args *a, size_t stride, int32_t nr) { \
+        q8b_tilen_body(MODE, 8, NB, EV, a, stride, nr);                                                \
+    }
+#define Q8B_TILES_MODE(MODE, EV, SUF)                                                                   \
+    Q8B_TILE1(MODE, 8, EV, SUF) Q8B_TILE1(MODE, 4, EV, SUF) Q8B_TILE1(MODE, 2, EV, SUF) Q8B_TILE1(MODE, 1, EV, SUF) \
+    Q8B_TILEN(MODE, 2, EV, SUF) Q8B_TILEN(MODE, 3, EV, SUF)
+#define Q8B_TILES_ROW(MODE, SUF) {q8b_tile_##MODE##_8##SUF, q8b_tile_##MODE##_4##SUF, q8b_tile_##MODE##_2##SUF, q8b_tile_##MODE##_1##SUF}
+/// Inlined variants: int8 and uint8 outputs of CONV_2D (half up) whose clamp is the type's range
+/// (the saturating store) or, for uint8, a lower bound of 0 or more and no upper one; the int8 set
+/// has modes 1 and 2, the uint8 set mode 0 (the others are never used).
+#define Q8_EV_INT8 9
+#define Q8_EV_UINT8 3
+Q8B_TILES_MODE(0, -1, _any) Q8B_TILES_MODE(1, -1, _any) Q8B_TILES_MODE(2, -1, _any)
+Q8B_TILES_MODE(1, Q8_EV_INT8, _s) Q8B_TILES_MODE(2, Q8_EV_INT8, _s)
+Q8B_TILES_MODE(0, Q8_EV_UINT8, _u)
+static const q8b_tileset q8b_tileset_any = {
+    {Q8B_TILES_ROW(0, _any), Q8B_TILES_ROW(1, _any), Q8B_TILES_ROW(2, _any)},
+    {q8b_tilen_0_2_any, q8b_tilen_1_2_any, q8b_tilen_2_2_any},
+    {q8b_tilen_0_3_any, q8b_tilen_1_3_any, q8b_tilen_2_3_any}};
+static const q8b_tileset q8b_tileset_s = {
+    {{0, 0, 0, 0}, Q8B_TILES_ROW(1, _s), Q8B_TILES_ROW(2, _s)},
+    {0, q8b_tilen_1_2_s, q8b_tilen_2_2_s},
+    {0, q8b_tilen_1_3_s, q8b_tilen_2_3_s}};
+static const q8b_tileset q8b_tileset_u = {
+    {Q8B_TILES_ROW(0, _u), {0, 0, 0, 0}, {0, 0, 0, 0}}, {q8b_tilen_0_2_u, 0, 0}, {q8b_tilen_0_3_u, 0, 0}};
+
+/// The q8_rqp_rows variant number of output `o` of the given type.
+static int32_t q8_rqp_variant_number(const ck_q8_output *o, int32_t is_signed) {
+    return (o->rounding == CK_Q8_ROUND_HALF_UP ? 1 : 0) | ((!is_signed || o->act_min > -128) ? 2 : 0) |
+           (o->act_max < (is_signed ? 127 : 255) ? 4 : 0) | (is_signed ? 8 : 0);
+}
+
+/// The flipped scheme (taps * kq <= Q8B_FLIP_MAX): copies the kq bytes of each of the n tap
+/// pointers, flipped to unsigned (x ^ 0x80), to consecutive places of `buffer` (n * kq bytes, plus
+/// 64 of slack) and points the pointers there, so the tiles flip each byte once rather than once per
+/// broadcast of every block.
+Q8_TARGET_VNNI static void q8b_flip_tile(const uint8_t **ptrs, int32_t n, int32_t kq, uint8_t *buffer) {
+    if (kq <= 32) {
+        const __mmask32 mask = kq == 32 ? ~(__mmask32)0 : (((__mmask32)1 << kq) - 1);
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        for (int32_t i = 0; i < n; i++) {
+            uint8_t *dst = buffer + (size_t)i * kq;
+            _mm256_storeu_si256((__m256i *)dst, _mm256_xor_si256(_mm256_maskz_loadu_epi8(mask, ptrs[i]), flip));
+            ptrs[i] = dst;
+        }
+        return;
+    }
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const int32_t tail = kq & 63;
+    const __mmask64 mask = tail ? (((__mmask64)1 << tail) - 1) : ~(__mmask64)0;
+    for (int32_t i = 0; i < n; i++) {
+        uint8_t *dst = buffer + (size_t)i * kq;
+        const uint8_t *src = ptrs[i];
+        int32_t c = 0;
+        for (; c + 64 <= kq; c += 64)
+            _mm512_storeu_si512(dst + c, _mm512_xor_si512(_mm512_loadu_si512(src + c), flip));
+        if (tail) _mm512_storeu_si512(dst + c, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, src + c), flip));
+        ptrs[i] = dst;
+    }
+}
 
 /// Row terms: the coefficient times the sum of every tap's bytes (pads included).
 Q8_TARGET_VNNI static void q8b_row_terms(int32_t is_signed, const uint8_t *const *ptrs, int32_t taps, int32_t mr,
@@ -774,20 +967,21 @@ Q8_TARGET_VNNI static void q8b_row_terms(int32_t is_signed, const uint8_t *const
 }
 #endif
 
-void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t *pixel_sums, const int8_t *packed,
-                 const int32_t *params, const ck_q8_output *out, int32_t is_signed, int32_t filter_zero_point,
-                 int32_t input_zero_point, void *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
-                 int32_t block_end, const uint8_t *pad) {
 #if CK_X86
+/// ck_conv_q8b with `flip_buffer` (Q8_MAX_MR * taps * kq + 64 bytes) for the flipped scheme.
+static void q8b_conv(const ck_conv_geometry *g, const uint8_t *input, const int32_t *pixel_sums, const int8_t *packed,
+                     const int32_t *params, const ck_q8_output *out, int32_t is_signed, int32_t filter_zero_point,
+                     int32_t input_zero_point, uint8_t *output, int32_t pixel_begin, int32_t pixel_end,
+                     int32_t block_begin, int32_t block_end, const uint8_t *pad, uint8_t *flip_buffer) {
     const int32_t taps = g->k_h * g->k_w, kq = ck_q8b_padded_channels(g->in_c);
-    if (taps <= 0 || taps > Q8_MAX_TAPS) return;
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
-    typedef void (*fn)(const q8b_tile_args *);
-    const fn unsigned_tiles[4] = {q8b_tile_u8, q8b_tile_u4, q8b_tile_u2, q8b_tile_u1};
-    const fn signed_tiles[4] = {q8b_tile_s8, q8b_tile_s4, q8b_tile_s2, q8b_tile_s1};
-    const fn flipped_tiles[4] = {q8b_tile_f8, q8b_tile_f4, q8b_tile_f2, q8b_tile_f1};
     const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
-    const fn *tiles = flipped ? flipped_tiles : is_signed ? signed_tiles : unsigned_tiles;
+    const int32_t mode = flipped ? 2 : is_signed ? 1 : 0;
+    const int32_t variant = q8_rqp_variant_number(out, is_signed);
+    const q8b_tileset *set = variant == Q8_EV_INT8 && mode != 0   ? &q8b_tileset_s
+                             : variant == Q8_EV_UINT8 && mode == 0 ? &q8b_tileset_u
+                                                                   : &q8b_tileset_any;
+    const q8b_tile_fn *tiles = set->tiles[mode];
     const int32_t sizes[4] = {8, 4, 2, 1};
     const size_t block_stride = (size_t)CK_Q8_NR * (size_t)taps * (size_t)kq;
     const uint8_t *ptrs[Q8_MAX_TAPS * Q8_MAX_MR];
@@ -801,6 +995,7 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
     a.kquads = kq / 4;
     a.ldc = g->out_c;
     a.out = out;
+    a.rqp = q8_rqp_variant(out, is_signed);
     uint8_t *dst = (uint8_t *)output;
     int32_t p = pixel_begin;
     while (p < pixel_end) {
@@ -810,6 +1005,7 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
         const int32_t mr = sizes[kind];
         if (flipped) {
             q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, NULL, 0, NULL);
+            q8b_flip_tile(ptrs, taps * mr, kq, flip_buffer);
         } else if (pixel_sums) {
             q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, pixel_sums,
                              (uint32_t)g->in_c * (uint32_t)input_zero_point, row_terms);
@@ -828,13 +1024,9 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
                 const int32_t nb = b + 2 < block_end ? 3 : 2;
                 const int32_t nr_last = q8_min(CK_Q8_NR, g->out_c - (b + nb - 1) * CK_Q8_NR);
                 if (nb == 3) {
-                    if (flipped) q8b_tile3_f8(&a, block_stride, nr_last);
-                    else if (is_signed) q8b_tile3_s8(&a, block_stride, nr_last);
-                    else q8b_tile3_u8(&a, block_stride, nr_last);
+                    set->tile3[mode](&a, block_stride, nr_last);
                 } else {
-                    if (flipped) q8b_tile2_f8(&a, block_stride, nr_last);
-                    else if (is_signed) q8b_tile2_s8(&a, block_stride, nr_last);
-                    else q8b_tile2_u8(&a, block_stride, nr_last);
+                    set->tile2[mode](&a, block_stride, nr_last);
                 }
                 b += nb - 1;
                 continue;
@@ -843,9 +1035,324 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
         }
         p += mr;
     }
+}
+
+/// q8b_conv with a flip buffer for up to Q8B_FLIP_MAX bytes per pixel (a separate frame: the small
+/// one of most layers keeps its locals close together, measured 3-5% faster).
+__attribute__((noinline)) static void q8b_conv_wide(const ck_conv_geometry *g, const uint8_t *input, const int32_t *pixel_sums,
+                                                    const int8_t *packed, const int32_t *params, const ck_q8_output *out,
+                                                    int32_t is_signed, int32_t filter_zero_point, int32_t input_zero_point,
+                                                    uint8_t *output, int32_t pixel_begin, int32_t pixel_end,
+                                                    int32_t block_begin, int32_t block_end, const uint8_t *pad) {
+    uint8_t flip_buffer[Q8_MAX_MR * Q8B_FLIP_MAX + 64];
+    q8b_conv(g, input, pixel_sums, packed, params, out, is_signed, filter_zero_point, input_zero_point, output, pixel_begin,
+             pixel_end, block_begin, block_end, pad, flip_buffer);
+}
+#endif
+
+void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t *pixel_sums, const int8_t *packed,
+                 const int32_t *params, const ck_q8_output *out, int32_t is_signed, int32_t filter_zero_point,
+                 int32_t input_zero_point, void *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                 int32_t block_end, const uint8_t *pad) {
+#if CK_X86
+    const int32_t taps = g->k_h * g->k_w, kq = ck_q8b_padded_channels(g->in_c);
+    if (taps <= 0 || taps > Q8_MAX_TAPS) return;
+    if (q8b_flipped(g, is_signed, filter_zero_point) && taps * kq > 32) {
+        q8b_conv_wide(g, input, pixel_sums, packed, params, out, is_signed, filter_zero_point, input_zero_point,
+                      (uint8_t *)output, pixel_begin, pixel_end, block_begin, block_end, pad);
+        return;
+    }
+    uint8_t flip_buffer[Q8_MAX_MR * 32 + 64];
+    q8b_conv(g, input, pixel_sums, packed, params, out, is_signed, filter_zero_point, input_zero_point, (uint8_t *)output,
+             pixel_begin, pixel_end, block_begin, block_end, pad, flip_buffer);
 #else
     (void)g; (void)input; (void)pixel_sums; (void)packed; (void)params; (void)out; (void)is_signed; (void)filter_zero_point;
     (void)input_zero_point; (void)output; (void)pixel_begin; (void)pixel_end; (void)block_begin; (void)block_end; (void)pad;
+#endif
+}
+
+// ---- byte path for few input channels: one reduction per filter row ----
+//
+// With dilation 1 along x, the k_w taps of one filter row read k_w * in_c contiguous bytes of the
+// input (NHWC), so a filter row is one reduction of L = k_w * in_c values in ceil(L / 4) vpdpbusd
+// quads instead of k_w taps of in_c channels each padded to 4 (the first layer of most models:
+// 3x3 taps of 3 channels, 9 quads of 3 useful bytes -> 3 rows of 3 quads, 27 useful bytes of 36
+// either way, but the per-pixel tap pointers, pixel sums and border checks go away). The input is
+// copied once per run into a padded image (rows and columns of the padding hold the input zero
+// point, plus slack), flipped to unsigned (x ^ 0x80 = x + 128 for int8), so every output pixel reads
+// k_h rows of the padded image at a fixed offset and the weights w - zw are the signed operand:
+//   sum (a - za)(w - zw) = sum a'(w - zw) - za' * sum(w - zw), a' = a (+ 128 for int8),
+// the second term folded into the bias. Quads read up to 3 bytes past a row's L (the next pixel's,
+// or the slack) against zero weights. That needs every w - zw to fit int8; otherwise (mode 1) the
+// weights are s = w - c0 (c0 = 128 for uint8, 0 for int8), which fit, and
+//   sum a'(w - zw) = sum a' s + d * sum a', d = c0 - zw (which must fit int8),
+// the per-pixel term from one more vpdpbusd per quad against a vector of d at the row's L bytes.
+// Packed: a 64-byte header (int32 mode), the blocks' weights [block][k_h][quads][16][4], then
+// (mode 1) the quads' d vectors.
+
+/// Quads per filter row.
+static inline int32_t q8r_quads(const ck_conv_geometry *g) { return (g->k_w * g->in_c + 3) / 4; }
+
+/// Columns and rows of the padded image.
+static inline int32_t q8r_cols(const ck_conv_geometry *g) {
+    const int32_t need = (g->out_w - 1) * g->stride_w + g->k_w;
+    return g->pad_left + g->in_w > need ? g->pad_left + g->in_w : need;
+}
+
+int32_t ck_conv_q8r_image_rows(const ck_conv_geometry *g) {
+    const int32_t need = (g->out_h - 1) * g->stride_h + (g->k_h - 1) * g->dil_h + 1;
+    return g->pad_top + g->in_h > need ? g->pad_top + g->in_h : need;
+}
+
+/// Bytes after the last row: the last quad's over-read.
+#define Q8R_SLACK 64
+
+size_t ck_conv_q8r_image_bytes(const ck_conv_geometry *g) {
+    return (size_t)ck_conv_q8r_image_rows(g) * (size_t)q8r_cols(g) * (size_t)g->in_c + Q8R_SLACK;
+}
+
+/// The row variant's mode for the filter: 0 (every w - zw fits int8), 1 (the per-pixel term; see
+/// above), or -1 (neither).
+static int32_t q8r_mode(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point) {
+    const size_t n = (size_t)g->out_c * (size_t)g->k_h * (size_t)g->k_w * (size_t)g->in_c;
+    for (size_t i = 0; i < n; i++) {
+        const int32_t v = (is_signed ? (int32_t)((const int8_t *)filter)[i] : (int32_t)((const uint8_t *)filter)[i]) - filter_zero_point;
+        if (v < -128 || v > 127) {
+            const int32_t d = (is_signed ? 0 : 128) - filter_zero_point;
+            return d >= -128 && d <= 127 ? 1 : -1;
+        }
+    }
+    return 0;
+}
+
+int32_t ck_conv_q8r_fits(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point) {
+    if (g->dil_w != 1 || g->in_c <= 0 || g->in_c % 4 == 0 || g->k_w * g->in_c > 32 || g->k_h <= 0 || g->k_h > 16 ||
+        g->out_h <= 0 || g->out_w <= 0 || g->out_c <= 0 || g->pad_top < 0 || g->pad_left < 0)
+        return 0;
+    return q8r_mode(g, filter, is_signed, filter_zero_point) >= 0;
+}
+
+/// Bytes of the packed header and of one block's weights.
+#define Q8R_HEADER 64
+static inline size_t q8r_block_bytes(const ck_conv_geometry *g) { return (size_t)g->k_h * (size_t)q8r_quads(g) * CK_Q8_NR * 4; }
+
+size_t ck_conv_q8r_packed_count(const ck_conv_geometry *g) {
+    const size_t blocks = ((size_t)g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
+    return Q8R_HEADER + blocks * q8r_block_bytes(g) + (size_t)q8r_quads(g) * CK_Q8_NR * 4;
+}
+
+void ck_conv_q8r_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
+                      int32_t input_zero_point, int8_t *packed, int32_t *params) {
+    const int32_t Q = q8r_quads(g), L = g->k_w * g->in_c, blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
+    const size_t row_len = (size_t)g->k_w * g->in_c, K = (size_t)g->k_h * row_len;
+    memset(packed, 0, ck_conv_q8r_packed_count(g));
+    const int32_t mode = q8r_mode(g, filter, is_signed, filter_zero_point) == 1;
+    const int32_t c0 = mode ? (is_signed ? 0 : 128) : filter_zero_point; // s = w - c0
+    memcpy(packed, &mode, sizeof mode);
+    if (mode) {
+        int8_t *dv = packed + Q8R_HEADER + (size_t)blocks * q8r_block_bytes(g);
+        for (int32_t i = 0; i < L; i++)
+            for (int32_t j = 0; j < CK_Q8_NR; j++) dv[(size_t)(i >> 2) * CK_Q8_NR * 4 + (size_t)j * 4 + (i & 3)] = (int8_t)(c0 - filter_zero_point);
+    }
+    const uint32_t za = (uint32_t)input_zero_point + (is_signed ? 128u : 0u);
+    q8_plain_begin(params, g->out_c);
+    for (int32_t oc = 0; oc < g->out_c; oc++) {
+        const int32_t b = oc / CK_Q8_NR, j = oc % CK_Q8_NR;
+        uint32_t sum = 0;
+        for (int32_t ky = 0; ky < g->k_h; ky++) {
+            int8_t *dst = packed + Q8R_HEADER + (size_t)b * q8r_block_bytes(g) + (size_t)ky * Q * CK_Q8_NR * 4 + (size_t)j * 4;
+            for (int32_t i = 0; i < L; i++) {
+                const size_t at = (size_t)oc * K + (size_t)ky * row_len + (size_t)i;
+                const int32_t w = is_signed ? (int32_t)((const int8_t *)filter)[at] : (int32_t)((const uint8_t *)filter)[at];
+                dst[(size_t)(i >> 2) * CK_Q8_NR * 4 + (i & 3)] = (int8_t)(w - c0);
+                sum += (uint32_t)(w - filter_zero_point);
+            }
+        }
+        int32_t *bias = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK + j;
+        q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, (size_t)oc * K, (uint32_t)K);
+        *bias = (int32_t)((uint32_t)*bias - za * sum);
+    }
+    (void)blocks;
+}
+
+void ck_conv_q8r_convert_input(const ck_conv_geometry *g, const void *input, int32_t is_signed, int32_t input_zero_point,
+                               int32_t row_begin, int32_t row_end, uint8_t *image) {
+    const int32_t C = g->in_c, cols = q8r_cols(g), rows = ck_conv_q8r_image_rows(g);
+    const size_t stride = (size_t)cols * C;
+    const uint8_t flip = is_signed ? 0x80 : 0;
+    const uint8_t zp = (uint8_t)((uint32_t)input_zero_point ^ flip);
+    const size_t left = (size_t)g->pad_left * C, inner = (size_t)g->in_w * C;
+    for (int32_t r = row_begin; r < row_end; r++) {
+        uint8_t *dst = image + (size_t)r * stride;
+        const int32_t iy = r - g->pad_top;
+        if (iy < 0 || iy >= g->in_h) {
+            memset(dst, zp, stride);
+            continue;
+        }
+        memset(dst, zp, left);
+        const uint8_t *src = (const uint8_t *)input + (size_t)iy * inner;
+        if (flip) {
+            uint8_t *out = dst + left;
+            for (size_t i = 0; i < inner; i++) out[i] = src[i] ^ 0x80; // vectorized by the compiler
+        } else {
+            memcpy(dst + left, src, inner);
+        }
+        memset(dst + left + inner, zp, stride - left - inner);
+    }
+    if (row_end >= rows) memset(image + (size_t)rows * stride, zp, Q8R_SLACK);
+}
+
+typedef struct {
+    const uint8_t *base[Q8_MAX_MR]; ///< each output pixel's window origin in the padded image
+    size_t row_stride;              ///< bytes between the filter rows' inputs (dil_h rows)
+    int32_t k_h, quads;
+    const int8_t *w;
+    size_t block_stride;
+    const int8_t *dv; ///< mode 1: the quads' d vectors (see above)
+    const int32_t *params;
+    const ck_q8_output *out;
+    uint8_t *c;
+    int32_t ldc, nr_last;
+#if CK_X86
+    q8_rqp_fn rqp;
+#endif
+} q8r_tile_args;
+
+#if CK_X86
+/// MR output pixels x NB blocks of 16 channels (the last one with nr_last channels).
+Q8_TARGET_VNNI Q8_INLINE void q8r_tile_body(const int MODE, const int MR, const int NB, const int EV, const q8r_tile_args *a) {
+    __m512i acc[3][Q8_MAX_MR], terms[Q8_MAX_MR];
+    Q8_UNROLL
+    for (int j = 0; j < NB; j++) {
+        const __m512i bias = _mm512_loadu_si512(a->params + j * CK_Q8_PARAMS_PER_BLOCK);
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) acc[j][m] = bias;
+    }
+    Q8_UNROLL
+    for (int m = 0; m < MR; m++) terms[m] = _mm512_setzero_si512();
+    const int8_t *w = a->w;
+    for (int32_t ky = 0; ky < a->k_h; ky++) {
+        const size_t off = (size_t)ky * a->row_stride;
+        for (int32_t q = 0; q < a->quads; q++) {
+            __m512i wv[3];
+            Q8_UNROLL
+            for (int j = 0; j < NB; j++) wv[j] = _mm512_loadu_si512(w + j * a->block_stride);
+            w += 4 * CK_Q8_NR;
+            const __m512i dv = MODE ? _mm512_loadu_si512(a->dv + (size_t)q * CK_Q8_NR * 4) : _mm512_setzero_si512();
+            Q8_UNROLL
+            for (int m = 0; m < MR; m++) {
+                const __m512i xv = _mm512_set1_epi32(q8b_ld32(a->base[m] + off + 4 * q));
+                Q8_UNROLL
+                for (int j = 0; j < NB; j++) acc[j][m] = _mm512_dpbusd_epi32(acc[j][m], xv, wv[j]);
+                if (MODE) terms[m] = _mm512_dpbusd_epi32(terms[m], xv, dv);
+            }
+        }
+    }
+    if (MODE) {
+        Q8_UNROLL
+        for (int j = 0; j < NB; j++) {
+            Q8_UNROLL
+            for (int m = 0; m < MR; m++) acc[j][m] = _mm512_add_epi32(acc[j][m], terms[m]);
+        }
+    }
+    const __mmask16 mask = (__mmask16)((1u << a->nr_last) - 1u);
+    Q8_UNROLL
+    for (int j = 0; j < NB; j++) {
+        const int full = j < NB - 1 || a->nr_last == CK_Q8_NR;
+        if (a->params[j * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN]) {
+            if (EV >= 0)
+                q8_rqp_rows(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
+                            full ? CK_Q8_NR : a->nr_last);
+            else
+                q8_rqp_call(a->rqp, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
+                       full ? CK_Q8_NR : a->nr_last);
+            continue;
+        }
+        const q8_rq512 rq = q8_requant_vnni_load(a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out);
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) {
+            const __m512i r = q8_requant_vnni(acc[j][m], &rq);
+            uint8_t *dst = a->c + (size_t)m * a->ldc + j * CK_Q8_NR;
+            if (full) _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(r));
+            else _mm512_mask_cvtepi32_storeu_epi8(dst, mask, r);
+        }
+    }
+}
+
+typedef void (*q8r_tile_fn)(const q8r_tile_args *);
+#define Q8R_TILES(MODE, MR, EV, SUF)                                                                   \
+    Q8_TARGET_VNNI static void q8r_tile_##MODE##_##MR##_1##SUF(const q8r_tile_args *a) { q8r_tile_body(MODE, MR, 1, EV, a); } \
+    Q8_TARGET_VNNI static void q8r_tile_##MODE##_##MR##_2##SUF(const q8r_tile_args *a) { q8r_tile_body(MODE, MR, 2, EV, a); } \
+    Q8_TARGET_VNNI static void q8r_tile_##MODE##_##MR##_3##SUF(const q8r_tile_args *a) { q8r_tile_body(MODE, MR, 3, EV, a); }
+/// [rows 8, 4, 2, 1][blocks 1, 2, 3] of one mode and epilogue variant (see q8b_tileset); mode 1 keeps
+/// 8 accumulators of per-pixel terms, so its 8-row tiles take at most 2 blocks.
+#define Q8R_TILESET(MODE, EV, SUF)                                                                     \
+    Q8R_TILES(MODE, 8, EV, SUF) Q8R_TILES(MODE, 4, EV, SUF) Q8R_TILES(MODE, 2, EV, SUF) Q8R_TILES(MODE, 1, EV, SUF) \
+    static const q8r_tile_fn q8r_tiles_##MODE##SUF[4][3] = {                                           \
+        {q8r_tile_##MODE##_8_1##SUF, q8r_tile_##MODE##_8_2##SUF, q8r_tile_##MODE##_8_3##SUF},         \
+        {q8r_tile_##MODE##_4_1##SUF, q8r_tile_##MODE##_4_2##SUF, q8r_tile_##MODE##_4_3##SUF},         \
+        {q8r_tile_##MODE##_2_1##SUF, q8r_tile_##MODE##_2_2##SUF, q8r_tile_##MODE##_2_3##SUF},         \
+        {q8r_tile_##MODE##_1_1##SUF, q8r_tile_##MODE##_1_2##SUF, q8r_tile_##MODE##_1_3##SUF}};
+Q8R_TILESET(0, -1, _any)
+Q8R_TILESET(0, Q8_EV_INT8, _s)
+Q8R_TILESET(0, Q8_EV_UINT8, _u)
+Q8R_TILESET(1, -1, _any)
+Q8R_TILESET(1, Q8_EV_UINT8, _u)
+#endif
+
+void ck_conv_q8r(const ck_conv_geometry *g, const uint8_t *image, const int8_t *packed, const int32_t *params,
+                 const ck_q8_output *out, int32_t is_signed, void *output, int32_t pixel_begin, int32_t pixel_end,
+                 int32_t block_begin, int32_t block_end) {
+#if CK_X86
+    const int32_t variant = q8_rqp_variant_number(out, is_signed);
+    int32_t mode;
+    memcpy(&mode, packed, sizeof mode);
+    const q8r_tile_fn(*tiles)[3] = mode ? (variant == Q8_EV_UINT8 ? q8r_tiles_1_u : q8r_tiles_1_any)
+                                        : (variant == Q8_EV_INT8 ? q8r_tiles_0_s : variant == Q8_EV_UINT8 ? q8r_tiles_0_u : q8r_tiles_0_any);
+    const int32_t max_nb = mode ? 2 : 3;
+    const int32_t sizes[4] = {8, 4, 2, 1};
+    const int32_t C = g->in_c, cols = q8r_cols(g);
+    q8r_tile_args a;
+    a.row_stride = (size_t)g->dil_h * (size_t)cols * (size_t)C;
+    a.k_h = g->k_h;
+    a.quads = q8r_quads(g);
+    a.block_stride = q8r_block_bytes(g);
+    a.dv = packed + Q8R_HEADER + (size_t)((g->out_c + CK_Q8_NR - 1) / CK_Q8_NR) * a.block_stride;
+    a.out = out;
+    a.ldc = g->out_c;
+    a.rqp = q8_rqp_variant(out, is_signed);
+    uint8_t *dst = (uint8_t *)output;
+    int32_t p = pixel_begin;
+    // The next pixel's row and column, and its window's origin in the padded image.
+    int32_t oy = p / g->out_w, ox = p - oy * g->out_w;
+    const size_t row_step = (size_t)g->stride_h * cols * C, col_step = (size_t)g->stride_w * C;
+    const uint8_t *row_base = image + (size_t)oy * row_step;
+    while (p < pixel_end) {
+        const int32_t remaining = pixel_end - p;
+        int32_t kind = 0;
+        while (kind < 3 && sizes[kind] > remaining) kind++;
+        const int32_t mr = sizes[kind];
+        for (int32_t m = 0; m < mr; m++) {
+            a.base[m] = row_base + (size_t)ox * col_step;
+            if (++ox == g->out_w) {
+                ox = 0;
+                row_base += row_step;
+            }
+        }
+        for (int32_t b = block_begin; b < block_end;) {
+            const int32_t nb = block_end - b >= max_nb ? max_nb : block_end - b;
+            a.nr_last = q8_min(CK_Q8_NR, g->out_c - (b + nb - 1) * CK_Q8_NR);
+            a.w = packed + Q8R_HEADER + (size_t)b * a.block_stride;
+            a.params = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK;
+            a.c = dst + (size_t)p * g->out_c + (size_t)b * CK_Q8_NR;
+            tiles[kind][nb - 1](&a);
+            b += nb;
+        }
+        p += mr;
+    }
+#else
+    (void)g; (void)image; (void)packed; (void)params; (void)out; (void)is_signed; (void)output; (void)pixel_begin; (void)pixel_end;
+    (void)block_begin; (void)block_end;
 #endif
 }
 

@@ -214,6 +214,70 @@ final class OptimizedQuantizedKernelTests: XCTestCase {
         }
     }
 
+    // MARK: Few input channels (the byte path's row variant) and the short requantization
+
+    /// CONV_2D with 1–7 input channels (first layers): the row variant (each filter row's k_w × in_c
+    /// bytes as one reduction over a padded copy of the input) where k_w × in_c ≤ 32, with every weight
+    /// minus its zero point fitting int8 or (uint8 weights far from their zero point) a per-pixel term,
+    /// the other paths elsewhere (wide filters, a filter zero point of 0 with such weights); strides
+    /// 1–3, non-square filters, vertical dilation, SAME / VALID borders,
+    /// 2 batches, output channels that are not multiples of 16, no activation (the clamp left to the
+    /// saturating stores) or RELU / RELU6, small and large biases (the short requantization and not).
+    func testFewInputChannelsMatchReference() throws {
+        var rng = SeededGenerator(seed: 0xF1257)
+        for index in 0..<32 {
+            let type: ElementType = index % 2 == 0 ? .int8 : .uint8
+            var q = Quantized(type: type, rng: rng)
+            let inChannels = index < 24 ? [1, 2, 3, 4][index % 4] : [5, 6, 7, 3][index % 4]
+            let kernelHeight = [1, 2, 3, 3, 5][Int.random(in: 0..<5, using: &q.rng)]
+            let kernelWidth = index % 5 == 4 ? [1, 4, 7, 11][index % 4] : kernelHeight
+            let stride = [1, 2, 2, 3][Int.random(in: 0..<4, using: &q.rng)]
+            let dilation = kernelHeight > 1 && index % 7 == 3 ? 2 : 1
+            let padding: Padding = index % 3 == 0 ? .valid : .same
+            let height = Int.random(in: ((kernelHeight - 1) * dilation + 1)...((kernelHeight - 1) * dilation + 9), using: &q.rng)
+            let width = Int.random(in: kernelWidth...(kernelWidth + 12), using: &q.rng)
+            let batches = index % 4 == 1 ? 1 : 2
+            let outChannels = [1, 8, 16, 17, 24, 32, 35, 48, 50][Int.random(in: 0..<9, using: &q.rng)]
+            let inputScale = Float.random(in: 0.01...0.05, using: &q.rng)
+            let input = q.tensor(shape: [batches, height, width, inChannels], scale: inputScale, zeroPoint: q.zeroPoint())
+            var filter = q.weights(shape: [outChannels, kernelHeight, kernelWidth, inChannels], channels: outChannels, dimension: 0)
+            if type == .uint8, index % 4 != 3 {
+                // Weights within 127 of their zero point: the row variant applies.
+                let zp = Int(filter.quantization?.zeroPoint ?? 128)
+                filter.bytes = filter.bytes.map { UInt8(clamping: min(max(Int($0) - 128 + zp, zp - 128, 0), zp + 127, 255)) }
+            }
+            let bias = q.bias(outChannels, magnitude: index % 6 == 5 ? 400_000_000 : 20000)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(kernelHeight * kernelWidth * inChannels).squareRoot())
+            let activation: FusedActivation = index % 3 == 1 ? q.activation() : .none
+            let options = ConvolutionKernelTests.conv(padding, stride: (stride, stride), dilation: (dilation, 1), activation: activation)
+            try assertMatchesReference(.conv2D, options, [input, filter, bias], output,
+                                       "few channels #\(index) \(type) \(batches)x\(height)x\(width)x\(inChannels) k\(kernelHeight)x\(kernelWidth) s\(stride) dh\(dilation) \(padding) → \(outChannels)")
+            rng = q.rng
+        }
+    }
+
+    /// 1×1 CONV_2D at stride 1 with few input channels (int8: each tile's activations flipped once)
+    /// and the short requantization's inlined and out-of-line variants (no activation, RELU, RELU6,
+    /// an output zero point at either end), partial last blocks.
+    func testPointwiseShortRequantizationMatchesReference() throws {
+        var rng = SeededGenerator(seed: 0x1B1)
+        for index in 0..<16 {
+            let type: ElementType = index % 2 == 0 ? .int8 : .uint8
+            var q = Quantized(type: type, rng: rng)
+            let inChannels = [8, 16, 24, 32, 12, 40][index % 6]
+            let outChannels = [96, 24, 40, 33, 144, 17][index % 6]
+            let inputScale: Float = 0.03
+            let input = q.tensor(shape: [2, 7, 9, inChannels], scale: inputScale, zeroPoint: q.zeroPoint())
+            let filter = q.weights(shape: [outChannels, 1, 1, inChannels], channels: outChannels, dimension: 0)
+            let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(inChannels).squareRoot())
+            let activation: [FusedActivation] = [.none, .relu, .relu6, .none]
+            try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(.same, activation: activation[index % 4]),
+                                       [input, filter, q.bias(outChannels)], output,
+                                       "pointwise #\(index) \(type) \(inChannels) → \(outChannels) \(activation[index % 4])")
+            rng = q.rng
+        }
+    }
+
     // MARK: Shapes the optimized kernels leave to the reference kernels
 
     /// A dilation far beyond the image (SAME padding: every tap but the centre is outside) or

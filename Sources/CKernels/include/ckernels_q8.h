@@ -27,8 +27,9 @@ extern "C" {
 /// int32 values of requantization parameters per block of CK_Q8_NR channels: 6 arrays of 16
 /// (bias, multiplier, left shift, right shift and two rounding constants), then for the AVX-512
 /// epilogue (one 64-bit rounding shift) the nudges and shifts of the even and odd lanes (4 x 16),
-/// the output zero point per lane (0 where folded into the nudge), 2 flags (any left shift, any
-/// zero point to add) in 16 values, and the nudge adjustments of negative products (2 x 16).
+/// the output zero point per lane (0 where folded into the nudge), 3 flags (any left shift, any
+/// zero point to add, and, set by the byte-path packing functions, whether the block's shorter exact
+/// requantization applies) in 16 values, and the nudge adjustments of negative products (2 x 16).
 #define CK_Q8_PARAMS_PER_BLOCK 224
 
 /// How MultiplyByQuantizedMultiplier rounds the final right shift.
@@ -87,10 +88,12 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
 // the int16 path's work per instruction), exact through constant corrections (see conv_q8.c):
 // the raw activations are one operand, the weights shifted by 128 the other; the zero-point terms
 // are folded into the bias, and a per-output-pixel term (the sum of the activations its taps read)
-// is added in the tile (int8 with filter zero point 0 and at most 32 products per output: the
-// activations flipped to unsigned by a vpxord instead, with no per-pixel term). Taps outside the
-// image read a buffer of the input zero point. The input is read in place when in_c is a multiple
-// of 4, else from a copy padded to 4 channels.
+// is added in the tile (int8 with filter zero point 0 and at most 2048 products per output: the
+// activations flipped to unsigned instead, once per tile into a buffer, with no per-pixel term).
+// Taps outside the image read a buffer of the input zero point. The input is read in place when
+// in_c is a multiple of 4, else from a copy padded to 4 channels. Blocks whose accumulators are
+// bounded (|bias| + 255 * sum |w - zw| < 2^29) and whose multipliers need no left shift take a
+// shorter exact requantization, and clamps equal to the type's range are left to saturating stores.
 
 /// Input channels of the byte path's pixels (rounded up to 4: vpdpbusd quads).
 static inline int32_t ck_q8b_padded_channels(int32_t in_c) { return (in_c + 3) & ~3; }
@@ -98,8 +101,9 @@ static inline int32_t ck_q8b_padded_channels(int32_t in_c) { return (in_c + 3) &
 /// Bytes of packed byte-path weights for `g`.
 size_t ck_conv_q8b_packed_count(const ck_conv_geometry *g);
 
-/// Packs the filter for the byte path and folds the per-channel corrections into the bias of
-/// `params` (already filled by ck_q8_params_pack for g->out_c channels).
+/// Packs the filter for the byte path, folds the per-channel corrections into the bias of `params`
+/// (already filled by ck_q8_params_pack for g->out_c channels) and marks the blocks whose shorter
+/// requantization applies (bounded accumulators; see conv_q8.c).
 void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
                       int32_t input_zero_point, int8_t *packed, int32_t *params);
 
@@ -116,6 +120,40 @@ void ck_conv_q8b(const ck_conv_geometry *g, const uint8_t *input, const int32_t 
                  const int32_t *params, const ck_q8_output *out, int32_t is_signed, int32_t filter_zero_point,
                  int32_t input_zero_point, void *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                  int32_t block_end, const uint8_t *pad);
+
+// ---------------------------------------------------------------------------------------------
+// The byte path for few input channels (AVX-512-VNNI only): with dilation 1 along x, each filter
+// row's k_w taps read k_w * in_c contiguous bytes, reduced in ceil(k_w * in_c / 4) quads (see
+// conv_q8.c). The input is copied once per run into a padded image (the padding holds the input
+// zero point), flipped to unsigned for int8; no per-pixel terms where every weight minus the filter
+// zero point fits int8, else one more vpdpbusd per quad for them.
+
+/// Whether the row path applies: dilation 1 along x, in_c not a multiple of 4, k_w * in_c <= 32,
+/// k_h <= 16, and every weight minus the filter zero point fits int8 or (128 for uint8, 0 for int8)
+/// minus the filter zero point does.
+int32_t ck_conv_q8r_fits(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point);
+
+/// Bytes of packed row-path weights.
+size_t ck_conv_q8r_packed_count(const ck_conv_geometry *g);
+
+/// Packs the filter for the row path and folds the input zero point's share into the bias of
+/// `params` (already filled by ck_q8_params_pack for g->out_c channels).
+void ck_conv_q8r_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
+                      int32_t input_zero_point, int8_t *packed, int32_t *params);
+
+/// Rows of the padded image, and its bytes (rows plus slack).
+int32_t ck_conv_q8r_image_rows(const ck_conv_geometry *g);
+size_t ck_conv_q8r_image_bytes(const ck_conv_geometry *g);
+
+/// Writes rows [row_begin, row_end) of the padded image of one input image (the last row also
+/// writes the slack); any split of the rows gives the same image.
+void ck_conv_q8r_convert_input(const ck_conv_geometry *g, const void *input, int32_t is_signed, int32_t input_zero_point,
+                               int32_t row_begin, int32_t row_end, uint8_t *image);
+
+/// Like ck_conv_q8b on the padded image (call it only when ck_best_isa() is AVX-512-VNNI).
+void ck_conv_q8r(const ck_conv_geometry *g, const uint8_t *image, const int8_t *packed, const int32_t *params,
+                 const ck_q8_output *out, int32_t is_signed, void *output, int32_t pixel_begin, int32_t pixel_end,
+                 int32_t block_begin, int32_t block_end);
 
 // ---------------------------------------------------------------------------------------------
 // Depthwise convolution, depth multiplier 1.

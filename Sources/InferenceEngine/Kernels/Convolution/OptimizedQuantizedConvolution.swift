@@ -73,6 +73,9 @@ struct QuantizedOutputParameters: Sendable {
 /// shifted by 128, with zero-point corrections folded into the bias and a per-pixel input sum;
 /// the input is read in place when its channel count is a multiple of 4, else copied padded);
 /// elsewhere int16 operands (input − zero point, weight − zero point) with vpmaddwd or plain C.
+/// Few input channels (not a multiple of 4, k_w × in_c ≤ 32, dilation 1 along x: first layers) take
+/// the byte path's row variant (ck_conv_q8r_fits): each filter row's k_w × in_c contiguous bytes are
+/// one reduction, read from a padded copy of the input.
 struct OptimizedQuantizedConvKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
@@ -81,6 +84,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
     let inputZeroPoint: Int32, filterZeroPoint: Int32
     /// vpdpbusd (AVX-512-VNNI) rather than the int16 path.
     let bytePath: Bool
+    /// The byte path's row variant (ck_conv_q8r): `packed8` holds its weights, the scratch its padded image.
+    let rowPath: Bool
     let packed16: [Int16]
     let packed8: [Int8]
     let params: [Int32]
@@ -108,7 +113,29 @@ struct OptimizedQuantizedConvKernel: Kernel {
         guard imagePixels * paddedChannels * 2 < Int(Int32.max) else { return nil }
         var g = geometry
         var params = requant.params
-        if bytePath {
+        let imageBytes = bytePath ? ck_conv_q8r_image_bytes(&g) : 0
+        if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
+            let count = ck_conv_q8r_packed_count(&g)
+            packed8 = [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                params.withUnsafeMutableBufferPointer { p in
+                    if let base = buffer.baseAddress, let pb = p.baseAddress {
+                        ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base, pb)
+                        initialized = count
+                    } else {
+                        initialized = 0
+                    }
+                }
+            }
+            guard packed8.count == count else { return nil }
+            packed16 = []
+            rowPath = true
+            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
+            split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
+                              bytesPerBlock: count / max(blocks, 1), tileRows: 8)
+            convertedBytes = ConvolutionSupport.align(imageBytes)
+            sumsBytes = 0
+        } else if bytePath {
+            rowPath = false
             let count = ck_conv_q8b_packed_count(&g)
             packed8 = [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 params.withUnsafeMutableBufferPointer { p in
@@ -140,6 +167,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
             }
             guard packed16.count == count else { return nil }
             packed8 = []
+            rowPath = false
             let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1) * 2, tileRows: 8)
@@ -173,6 +201,10 @@ struct OptimizedQuantizedConvKernel: Kernel {
         let bytePath = self.bytePath
         let paddedChannels = Int(bytePath ? ck_q8b_padded_channels(geometry.in_c) : ck_q8_padded_channels(geometry.in_c))
         let scratch = io.scratch
+        if rowPath {
+            runRows(io, input: input, outputBase: outputBase, inputStride: inputStride, outputStride: outputStride)
+            return
+        }
         if imageScratch > 0 {
             guard let scratch else { return }
             // Conversion: pieces of whole pixels (any split gives the same values).
@@ -232,6 +264,38 @@ struct OptimizedQuantizedConvKernel: Kernel {
                                        Int32(blocks.lowerBound), Int32(blocks.upperBound), z)
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The row variant: each image's padded copy (pieces of whole rows), then the convolution.
+    private func runRows(_ io: KernelIO, input: UnsafeRawPointer, outputBase: UnsafeMutableRawPointer, inputStride: Int,
+                         outputStride: Int) {
+        guard let scratch = io.scratch else { return }
+        var g = geometry
+        let rows = Int(ck_conv_q8r_image_rows(&g))
+        let imageScratch = convertedBytes
+        let conversionPieces = max(1, min(8, rows, convertedBytes / 16384))
+        io.parallel.forEach(conversionPieces * batches) { piece in
+            let n = piece / conversionPieces
+            let range = ConvolutionSupport.range(piece: piece % conversionPieces, of: conversionPieces, count: rows)
+            var g = geometry
+            ck_conv_q8r_convert_input(&g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, Int32(range.lowerBound),
+                                      Int32(range.upperBound), (scratch + n * imageScratch).assumingMemoryBound(to: UInt8.self))
+        }
+        let perImage = split.piecesPerImage
+        params.withUnsafeBufferPointer { params in
+            packed8.withUnsafeBufferPointer { weights in
+                guard let p = params.baseAddress, let w = weights.baseAddress else { return }
+                io.parallel.forEach(perImage * batches) { piece in
+                    let n = piece / perImage
+                    let (pixels, blocks) = split.ranges(piece % perImage)
+                    var g = geometry
+                    var out = output
+                    ck_conv_q8r(&g, UnsafeRawPointer(scratch + n * imageScratch).assumingMemoryBound(to: UInt8.self), w, p, &out, isSigned ? 1 : 0,
+                                outputBase + n * outputStride, Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                Int32(blocks.lowerBound), Int32(blocks.upperBound))
                 }
             }
         }
