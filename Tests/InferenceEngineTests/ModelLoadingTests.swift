@@ -24,7 +24,7 @@ final class ModelLoadingTests: XCTestCase {
         let input: [Float] = (0..<(128 * 128 * 3)).map { (i: Int) -> Float in Float((i * 37) % 255) / 127.5 - 1 }
         @Sendable func run(_ interpreter: Interpreter) throws -> [Float] {
             try input.withUnsafeBytes { try interpreter.copyInput($0, at: 0) }
-            try interpreter.invoke()
+            interpreter.invoke()
             return try interpreter.outputFloats(at: 0)
         }
         let expected = try run(Interpreter(model: model))
