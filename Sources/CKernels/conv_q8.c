@@ -641,12 +641,26 @@ static void q8_plain_lane(int32_t *params, int32_t oc, int32_t bias, const void 
                           int32_t filter_zero_point, size_t row, uint32_t K) {
     int32_t *p = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
     const int32_t j = oc % CK_Q8_NR;
-    int64_t bound = bias < 0 ? -(int64_t)bias : (int64_t)bias;
-    for (uint32_t i = 0; i < K && bound < (INT64_C(1) << 29); i++) {
-        const int32_t w = (is_signed ? (int32_t)((const int8_t *)filter)[row + i] : (int32_t)((const uint8_t *)filter)[row + i]) -
-                          filter_zero_point;
-        bound += 255 * (int64_t)(w < 0 ? -w : w);
+    // sum |w - zw| <= 255 * K: only a long reduction needs the pass over its weights.
+    uint64_t magnitude = 255 * (uint64_t)K;
+    if ((bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude < (INT64_C(1) << 29)) {
+        // the bound holds for any weights
+    } else if (is_signed) {
+        magnitude = 0;
+        const int8_t *f = (const int8_t *)filter + row;
+        for (uint32_t i = 0; i < K; i++) {
+            const int32_t w = (int32_t)f[i] - filter_zero_point;
+            magnitude += (uint32_t)(w < 0 ? -w : w);
+        }
+    } else {
+        magnitude = 0;
+        const uint8_t *f = (const uint8_t *)filter + row;
+        for (uint32_t i = 0; i < K; i++) {
+            const int32_t w = (int32_t)f[i] - filter_zero_point;
+            magnitude += (uint32_t)(w < 0 ? -w : w);
+        }
     }
+    const int64_t bound = (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude;
     if (p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29)) p[Q8_PLAIN] = 0;
 }
 

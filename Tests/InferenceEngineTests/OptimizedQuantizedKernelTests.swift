@@ -278,6 +278,42 @@ final class OptimizedQuantizedKernelTests: XCTestCase {
         }
     }
 
+    /// Long reductions: whether the short requantization may be used is decided from the weights'
+    /// magnitudes (|bias| + 255 * sum |w - zw| < 2^29). Random weights with small and huge biases,
+    /// and saturated ones (inputs and weights at the extremes whose products add up past 2^29),
+    /// where a wrongly chosen short form overflows.
+    func testLongReductionsDecideTheShortRequantizationFromTheirWeights() throws {
+        var rng = SeededGenerator(seed: 0x10_4E)
+        for type in [ElementType.int8, .uint8] {
+            for (index, inChannels) in [9000, 17000].enumerated() {
+                var q = Quantized(type: type, rng: rng)
+                let input = q.tensor(shape: [1, 2, 2, inChannels], scale: 0.01, zeroPoint: q.zeroPoint())
+                let filter = q.weights(shape: [20, 1, 1, inChannels], channels: 20, dimension: 0)
+                let bias = q.bias(20, magnitude: index == 0 ? 20000 : 400_000_000)
+                let output = q.outputSpec(accumulatorScale: 0.01 * 0.01 * Float(inChannels).squareRoot())
+                try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(.valid, activation: .none), [input, filter, bias], output,
+                                           "long reduction \(type) K \(inChannels)")
+                rng = q.rng
+            }
+            // (a - za)(w - zw) = 255 * 128 (int8: a = -128, za = 127, w = -128) or 255 * 255 (uint8),
+            // summed over 20000 channels: 6.5e8 and 1.3e9, past 2^29.
+            let k = 20000, signed = type == .int8
+            let input = TensorValue(type: type, shape: [1, 1, 2, k],
+                                    quantization: QuantizationParameters(scale: 0.01, zeroPoint: signed ? 127 : 0),
+                                    bytes: [UInt8](repeating: signed ? 0x80 : 0xFF, count: 2 * k))
+            let weightQuantization = signed
+                ? QuantizationParameters(scales: [0.01, 0.01, 0.01], zeroPoints: [0, 0, 0], quantizedDimension: 0)
+                : QuantizationParameters(scale: 0.01, zeroPoint: 0)
+            let filter = TensorValue(type: type, shape: [3, 1, 1, k], quantization: weightQuantization,
+                                     bytes: [UInt8](repeating: signed ? 0x80 : 0xFF, count: 3 * k), isConstant: true)
+            for outputScale: Float in [1, 4000] {
+                let output = OutputSpec(type: type, quantization: QuantizationParameters(scale: outputScale, zeroPoint: 0))
+                try assertMatchesReference(.conv2D, ConvolutionKernelTests.conv(.valid, activation: .none), [input, filter, nil], output,
+                                           "saturated \(type) K \(k) output scale \(outputScale)")
+            }
+        }
+    }
+
     // MARK: Shapes the optimized kernels leave to the reference kernels
 
     /// A dilation far beyond the image (SAME padding: every tap but the centre is outside) or
