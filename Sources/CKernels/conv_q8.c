@@ -494,6 +494,27 @@ Q8_TARGET_VNNI Q8_INLINE void q8_rqp_call(q8_rqp_fn fn, const __m512i *acc, cons
     fn(copy, MR, p, o, c, ldc, n);
 }
 
+/// Requantizes one 16-channel block of a tile (MR rows, n live channels) and stores it: the plain
+/// form where the block's flag allows (variant EV inlined, or for EV < 0 the op's variant `rqp`
+/// called out of line), else the general form.
+Q8_TARGET_VNNI Q8_INLINE void q8b_store_block(const int EV, const __m512i *acc, const int MR, const int32_t *p,
+                                              const ck_q8_output *o, q8_rqp_fn rqp, uint8_t *c, size_t ldc, int32_t n) {
+    if (p[Q8_PLAIN]) {
+        if (EV >= 0) q8_rqp_rows(EV, acc, MR, p, o, c, ldc, n);
+        else q8_rqp_call(rqp, acc, MR, p, o, c, ldc, n);
+        return;
+    }
+    const __mmask16 mask = (__mmask16)((1u << n) - 1u);
+    const q8_rq512 rq = q8_requant_vnni_load(p, o);
+    Q8_UNROLL
+    for (int m = 0; m < MR; m++) {
+        const __m512i r = q8_requant_vnni(acc[m], &rq);
+        uint8_t *dst = c + (size_t)m * ldc;
+        if (n == CK_Q8_NR) _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(r));
+        else _mm512_mask_cvtepi32_storeu_epi8(dst, mask, r);
+    }
+}
+
 /// The q8_rqp_rows variant for output `o` of the given type.
 static q8_rqp_fn q8_rqp_variant(const ck_q8_output *o, int32_t is_signed) {
     static const q8_rqp_fn variants[16] = {
@@ -820,19 +841,7 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const 
             }
         }
     }
-    const __mmask16 mask = (__mmask16)((1u << a->nr) - 1u);
-    if (a->params[Q8_PLAIN]) {
-        if (EV >= 0) q8_rqp_rows(EV, acc, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
-        else q8_rqp_call(a->rqp, acc, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
-        return;
-    }
-    const q8_rq512 rq = q8_requant_vnni_load(a->params, a->out);
-    Q8_UNROLL
-    for (int m = 0; m < MR; m++) {
-        const __m512i r = q8_requant_vnni(acc[m], &rq);
-        if (a->nr == CK_Q8_NR) _mm_storeu_si128((__m128i *)(a->c + (size_t)m * a->ldc), _mm512_cvtepi32_epi8(r));
-        else _mm512_mask_cvtepi32_storeu_epi8(a->c + (size_t)m * a->ldc, mask, r);
-    }
+    q8b_store_block(EV, acc, MR, a->params, a->out, a->rqp, a->c, (size_t)a->ldc, a->nr);
 }
 /// NB (2 or 3) consecutive blocks of 16 channels for MR rows (the blocks' weights `block_stride`
 /// bytes apart, their parameters one block apart, their outputs 16 bytes apart; only the last may be
@@ -863,27 +872,10 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const
             }
         }
     }
-    const __mmask16 mask = (__mmask16)((1u << nr_last) - 1u);
     Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
-        if (a->params[j * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN]) {
-            if (EV >= 0)
-                q8_rqp_rows(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
-                            j < NB - 1 ? CK_Q8_NR : nr_last);
-            else
-                q8_rqp_call(a->rqp, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
-                       j < NB - 1 ? CK_Q8_NR : nr_last);
-            continue;
-        }
-        const q8_rq512 rq = q8_requant_vnni_load(a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out);
-        Q8_UNROLL
-        for (int m = 0; m < MR; m++) {
-            const __m512i r = q8_requant_vnni(acc[j][m], &rq);
-            uint8_t *dst = a->c + (size_t)m * a->ldc + j * CK_Q8_NR;
-            if (j < NB - 1 || nr_last == CK_Q8_NR) _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(r));
-            else _mm512_mask_cvtepi32_storeu_epi8(dst, mask, r);
-        }
-    }
+    for (int j = 0; j < NB; j++)
+        q8b_store_block(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->rqp, a->c + j * CK_Q8_NR,
+                        (size_t)a->ldc, j < NB - 1 ? CK_Q8_NR : nr_last);
 }
 /// The tiles of one epilogue variant EV (a q8_rqp_rows variant inlined where a block takes the plain
 /// requantization, or -1: the op's variant called out of line): [mode][rows 8, 4, 2, 1], and the
@@ -1269,28 +1261,10 @@ Q8_TARGET_VNNI Q8_INLINE void q8r_tile_body(const int MODE, const int MR, const 
             for (int m = 0; m < MR; m++) acc[j][m] = _mm512_add_epi32(acc[j][m], terms[m]);
         }
     }
-    const __mmask16 mask = (__mmask16)((1u << a->nr_last) - 1u);
     Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
-        const int full = j < NB - 1 || a->nr_last == CK_Q8_NR;
-        if (a->params[j * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN]) {
-            if (EV >= 0)
-                q8_rqp_rows(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
-                            full ? CK_Q8_NR : a->nr_last);
-            else
-                q8_rqp_call(a->rqp, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->c + j * CK_Q8_NR, (size_t)a->ldc,
-                       full ? CK_Q8_NR : a->nr_last);
-            continue;
-        }
-        const q8_rq512 rq = q8_requant_vnni_load(a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out);
-        Q8_UNROLL
-        for (int m = 0; m < MR; m++) {
-            const __m512i r = q8_requant_vnni(acc[j][m], &rq);
-            uint8_t *dst = a->c + (size_t)m * a->ldc + j * CK_Q8_NR;
-            if (full) _mm_storeu_si128((__m128i *)dst, _mm512_cvtepi32_epi8(r));
-            else _mm512_mask_cvtepi32_storeu_epi8(dst, mask, r);
-        }
-    }
+    for (int j = 0; j < NB; j++)
+        q8b_store_block(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->rqp, a->c + j * CK_Q8_NR,
+                        (size_t)a->ldc, j < NB - 1 ? CK_Q8_NR : a->nr_last);
 }
 
 typedef void (*q8r_tile_fn)(const q8r_tile_args *);

@@ -114,22 +114,23 @@ struct OptimizedQuantizedConvKernel: Kernel {
         var g = geometry
         var params = requant.params
         let imageBytes = bytePath ? ck_conv_q8r_image_bytes(&g) : 0
-        if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
-            let count = ck_conv_q8r_packed_count(&g)
-            packed8 = [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
+        /// Byte-path weights packed by `pack` (which also completes the requantization records).
+        func packBytes(_ count: Int, _ pack: (UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Int32>) -> Void) -> [Int8] {
+            [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 params.withUnsafeMutableBufferPointer { p in
-                    if let base = buffer.baseAddress, let pb = p.baseAddress {
-                        ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base, pb)
-                        initialized = count
-                    } else {
-                        initialized = 0
-                    }
+                    guard let base = buffer.baseAddress, let pb = p.baseAddress else { initialized = 0; return }
+                    pack(base, pb)
+                    initialized = count
                 }
             }
+        }
+        if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
+            let count = ck_conv_q8r_packed_count(&g)
+            packed8 = packBytes(count) { ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
             guard packed8.count == count else { return nil }
             packed16 = []
             rowPath = true
-            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
             convertedBytes = ConvolutionSupport.align(imageBytes)
@@ -137,19 +138,9 @@ struct OptimizedQuantizedConvKernel: Kernel {
         } else if bytePath {
             rowPath = false
             let count = ck_conv_q8b_packed_count(&g)
-            packed8 = [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                params.withUnsafeMutableBufferPointer { p in
-                    if let base = buffer.baseAddress, let pb = p.baseAddress {
-                        ck_conv_q8b_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base, pb)
-                        initialized = count
-                    } else {
-                        initialized = 0
-                    }
-                }
-            }
+            packed8 = packBytes(count) { ck_conv_q8b_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
             guard packed8.count == count else { return nil }
             packed16 = []
-            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
             let inPlace = paddedChannels == Int(geometry.in_c)
@@ -168,7 +159,6 @@ struct OptimizedQuantizedConvKernel: Kernel {
             guard packed16.count == count else { return nil }
             packed8 = []
             rowPath = false
-            let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1) * 2, tileRows: 8)
             convertedBytes = ConvolutionSupport.align(imagePixels * paddedChannels * 2)
