@@ -1136,7 +1136,8 @@ void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, co
 
 /// Any filter width, stride and dilation (one-row passes): 8 columns in flight, every tap's column checked.
 CK_TARGET_AVX512
-static void dwz_chunk_generic(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi) {
+static void dwz_chunk_generic(const dw_pass *r, __mmask16 mask, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     const size_t C = r->C;
     const __m512 vb = r->bias ? _mm512_maskz_loadu_ps(mask, r->bias + r->c0) : _mm512_setzero_ps();
     for (int32_t ox = 0; ox < r->out_w; ox += 8) {
@@ -1255,7 +1256,10 @@ static int32_t dwz_rows_per_pass(const ck_conv_geometry *g, int variant) {
 }
 
 CK_TARGET_AVX512
-static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, __m512 vlo, __m512 vhi) {
+/// (The clamp comes as floats: a 512-bit vector argument of a function that is not inlined goes
+/// through the stack with 64-byte alignment, which Address Sanitizer's frames do not give.)
+static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, float lo, float hi) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     switch (variant) {
     case DW_K3S1: dwz_chunk_impl(r, mask, vlo, vhi, 3, 1, 1, 2); break;
     case DW_K3S2: dwz_chunk_impl(r, mask, vlo, vhi, 3, 2, 1, 1); break;
@@ -1263,7 +1267,7 @@ static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, __m512 vlo,
     case DW_K3D4: dwz_chunk_impl(r, mask, vlo, vhi, 3, 1, 4, 1); break;
     case DW_K5S1: dwz_chunk_impl(r, mask, vlo, vhi, 5, 1, 1, 2); break;
     case DW_K5S2: dwz_chunk_impl(r, mask, vlo, vhi, 5, 2, 1, 1); break;
-    default: dwz_chunk_generic(r, mask, vlo, vhi); break;
+    default: dwz_chunk_generic(r, mask, lo, hi); break;
     }
 }
 
@@ -1312,7 +1316,7 @@ static void dw_rows_avx512(const ck_conv_geometry *g, const float *input, const 
         }
         for (r.c0 = 0; (int32_t)r.c0 < C; r.c0 += 16) {
             const int32_t live = ck_min(16, C - (int32_t)r.c0);
-            dwz_chunk(&r, variant, (__mmask16)((1u << live) - 1u), vlo, vhi);
+            dwz_chunk(&r, variant, (__mmask16)((1u << live) - 1u), lo, hi);
         }
     }
 }
