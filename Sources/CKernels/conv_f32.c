@@ -695,7 +695,7 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                           float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                           int32_t block_end, float out_min, float out_max, const float *zeros,
                           const int32_t *offsets, const ck_residual_f32 *residual) {
-    if (g->k_h * g->k_w <= 0 || g->k_h * g->k_w > CK_MAX_TAPS) return;
+    if (g->k_h * g->k_w <= 0 || g->k_h * g->k_w > CK_MAX_TAPS || g->out_w <= 0 || pixel_begin >= pixel_end) return;
     const int rowwise = ck_conv_f32_row_taps(g) != 0;
     const int32_t taps = rowwise ? g->k_h : g->k_h * g->k_w, k = rowwise ? g->k_w * g->in_c : g->in_c;
     tile_fn tile = tile_portable, narrow = NULL;

@@ -82,6 +82,36 @@ final class OptimizedFloatKernelTests: XCTestCase {
         }
     }
 
+    /// An image with no output pixels (a zero-width input: the fuzzer's case) gives an empty output
+    /// from every selection and thread count instead of reaching the kernels with no pixels
+    /// (the float GEMM divided by the output width).
+    func testConvolutionOfAnEmptyImageIsEmpty() throws {
+        var rng = SeededGenerator(seed: 5)
+        for (h, w, k) in [(4, 0, 1), (0, 5, 3), (3, 0, 3)] {
+            let input = TensorValue.float32([], shape: [1, h, w, 3])
+            let filter = TensorValue.float32(random(8 * k * k * 3, &rng), shape: [8, k, k, 3], isConstant: true)
+            for kernels in Self.selections + [.reference] {
+                for threads in [1, 2] {
+                    let output = try KernelRunner.run(.conv2D, options: ConvolutionKernelTests.conv(.same), inputs: [input, filter, nil],
+                                                      outputs: [.float32], threads: threads, kernels: kernels)[0]
+                    XCTAssertEqual(output.floats, [], "\(h)x\(w) k\(k) \(kernels) \(threads) threads")
+                    XCTAssertEqual(output.shape, [1, h, w, 8])
+                }
+            }
+        }
+        // FULLY_CONNECTED with no rows: a 1×1 convolution over a 1×0 image.
+        let rows = TensorValue.float32([], shape: [0, 16])
+        let weights = TensorValue.float32(random(8 * 16, &rng), shape: [8, 16], isConstant: true)
+        for kernels in Self.selections + [.reference] {
+            for threads in [1, 2] {
+                let output = try KernelRunner.run(.fullyConnected, options: ConvolutionKernelTests.fullyConnected(),
+                                                  inputs: [rows, weights, nil], outputs: [.float32], threads: threads,
+                                                  kernels: kernels)[0]
+                XCTAssertEqual(output.floats, [], "fully connected \(kernels) \(threads) threads")
+            }
+        }
+    }
+
     func testDepthwiseMatchesReference() throws {
         var rng = SeededGenerator(seed: 42)
         let cases: [(h: Int, w: Int, c: Int, k: Int, stride: Int, dilation: Int, padding: Padding, act: FusedActivation)] = [

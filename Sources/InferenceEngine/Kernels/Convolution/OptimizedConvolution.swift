@@ -25,7 +25,7 @@ struct GemmSplit: Sendable {
         self.tileRows = max(1, tileRows)
         tiles = max(1, (pixels + self.tileRows - 1) / self.tileRows)
         let wanted = max(1, (minimumPieces + blockChunks - 1) / blockChunks)
-        pixelChunks = min(tiles, wanted)
+        pixelChunks = pixels > 0 ? min(tiles, wanted) : 0  // an empty image has no pieces
     }
 
     var piecesPerImage: Int { pixelChunks * blockChunks }
