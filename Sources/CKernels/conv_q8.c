@@ -1292,6 +1292,7 @@ void ck_conv_q8r(const ck_conv_geometry *g, const uint8_t *image, const int8_t *
                  const ck_q8_output *out, int32_t is_signed, void *output, int32_t pixel_begin, int32_t pixel_end,
                  int32_t block_begin, int32_t block_end) {
 #if CK_X86
+    if (g->out_w <= 0 || pixel_begin >= pixel_end) return;
     const int32_t variant = q8_rqp_variant_number(out, is_signed);
     int32_t mode;
     memcpy(&mode, packed, sizeof mode);
