@@ -320,6 +320,13 @@ final class HandMadeBadInputTests: XCTestCase {
         assertError(.invalidFlexBuffer, "unknown type") { try FlexBuffer.decode(Data([7, 60 << 2, 1])) }
         assertError(.invalidFlexBuffer, "float of width 1") { try FlexBuffer.decode(Data([7, 3 << 2, 1])) }
         assertError(.invalidFlexBuffer, "offset before the buffer") { try FlexBuffer.decode(Data([200, 5 << 2, 1])) }
+        // A map (8-byte slots) of no values whose key-width slot holds 0xEC << 56 (the fuzzer's input):
+        // the width is checked as stored, not converted to Int first (that trapped).
+        var hugeKeyWidth = [UInt8](repeating: 0, count: 52)
+        hugeKeyWidth[36] = 0xEC                                   // key width, bytes 29...36
+        hugeKeyWidth[49] = 4                                      // root: the map starts 4 bytes back, at 45
+        (hugeKeyWidth[50], hugeKeyWidth[51]) = (9 << 2 | 3, 1)    // MAP of width 8, root width 1
+        assertError(.invalidFlexBuffer, "map key width") { try FlexBuffer.decode(Data(hugeKeyWidth)) }
         // A vector that contains itself: offset 0 from its element back to its start.
         // [len=1][elem: offset 0 -> the vector itself][type: VECTOR w1][root: offset 2 -> 1][VECTOR w1][1]
         let selfContaining: [UInt8] = [1, 0, 10 << 2, 2, 10 << 2, 1]

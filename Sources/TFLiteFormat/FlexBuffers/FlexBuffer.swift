@@ -180,8 +180,9 @@ public enum FlexBuffer {
                 // Map: keys vector offset and width precede the length.
                 guard start >= 3 * childWidth else { throw fail("map prefix before the buffer") }
                 let keysStart = try indirect(start - 3 * childWidth, childWidth)
-                let keyWidth = Int(try readUInt(start - 2 * childWidth, childWidth))
-                guard [1, 2, 4, 8].contains(keyWidth) else { throw fail("map key width \(keyWidth)") }
+                let storedKeyWidth = try readUInt(start - 2 * childWidth, childWidth)
+                guard [1, 2, 4, 8].contains(storedKeyWidth) else { throw fail("map key width \(storedKeyWidth)") }
+                let keyWidth = Int(storedKeyWidth)
                 let keyCount = try length(at: keysStart, width: keyWidth)
                 guard keyCount == count else { throw fail("map with \(count) values and \(keyCount) keys") }
                 try check(keysStart, count * keyWidth)
