@@ -71,6 +71,11 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (6, 35, 3, 40, 3, 2, 1, .same, .none),
             // 1×1 with a long reduction: K blocking over a pair of column blocks, the last block whole.
             (5, 7, 300, 40, 1, 1, 1, .valid, .relu),
+            // Fewer pixel tiles than pieces wanted and more channel-block pairs: the work is cut
+            // along the channels (GemmSplit), the last piece one block; with K blocking too.
+            (7, 7, 24, 200, 1, 1, 1, .valid, .relu),
+            (3, 3, 40, 100, 3, 1, 1, .same, .none),
+            (4, 4, 300, 72, 1, 1, 1, .valid, .none),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])

@@ -3,29 +3,42 @@ import TFLiteFormat
 import TensorCore
 
 /// How an implicit-GEMM convolution's work (output pixels × output-channel blocks, per image) is
-/// cut into pieces: channel blocks are grouped so one group's packed weights stay in L2 while a
+/// cut into pieces. Channel blocks are grouped so one group's packed weights stay in L2 while a
 /// piece walks its pixels, and pixels are cut into runs of whole micro-tiles until there are enough
-/// pieces to balance two or more threads, the tiles spread as evenly as they go (a 14×14 image in
-/// runs of 4 tiles made 5 pieces for 8 wanted: 3 on one thread, 2 on the other). The split
-/// depends only on shapes, never on the thread count, and every output element is computed by
-/// exactly one tile over the whole reduction, so results are identical for every thread count.
+/// pieces to balance two or more threads, the tiles spread as evenly as they go. An image of fewer
+/// tiles than pieces wanted (7×7 pixels are 5 tiles of 12, the last holding one pixel) is cut
+/// along the channels instead: every piece walks all pixels for an equal share of the block pairs
+/// (5 pixel pieces put 3 tiles on one thread and 2 on the other; 8 channel pieces put 4 on each).
+/// Groups of blocks are spread evenly too, in pairs (the float tiles' width), so no group is a
+/// short remainder. The split depends only on shapes, never on the thread count, and every output
+/// element is computed by exactly one tile over the whole reduction, so results are identical for
+/// every thread count.
 struct GemmSplit: Sendable {
     let pixels: Int, blocks: Int
     let tileRows: Int, tiles: Int, pixelChunks: Int
-    let blockChunk: Int, blockChunks: Int
+    let blockChunks: Int
+    /// Blocks per unit of the channel split (2, or 1 when one block's weights fill the L2 group).
+    let blockUnit: Int
 
     /// - Parameter bytesPerBlock: packed weight bytes of one channel block.
     init(pixels: Int, blocks: Int, bytesPerBlock: Int, minimumPieces: Int = 8, tileRows: Int = 12) {
         self.pixels = pixels
         self.blocks = blocks
         let groupBytes = 192 << 10
-        let chunk = max(1, min(blocks, groupBytes / max(bytesPerBlock, 1)))
-        blockChunk = chunk
-        blockChunks = (blocks + chunk - 1) / chunk
+        let largestGroup = max(1, min(blocks, groupBytes / max(bytesPerBlock, 1)))
+        blockUnit = largestGroup >= 2 ? 2 : 1
+        let units = max(1, (blocks + blockUnit - 1) / blockUnit)
+        let cacheChunks = min(units, max(1, (blocks + largestGroup - 1) / largestGroup))
         self.tileRows = max(1, tileRows)
         tiles = max(1, (pixels + self.tileRows - 1) / self.tileRows)
-        let wanted = max(1, (minimumPieces + blockChunks - 1) / blockChunks)
-        pixelChunks = pixels > 0 ? min(tiles, wanted) : 0  // an empty image has no pieces
+        if pixels > 0, tiles < minimumPieces, units > tiles {
+            pixelChunks = 1
+            blockChunks = max(cacheChunks, min(units, minimumPieces))
+        } else {
+            blockChunks = cacheChunks
+            let wanted = max(1, (minimumPieces + blockChunks - 1) / blockChunks)
+            pixelChunks = pixels > 0 ? min(tiles, wanted) : 0  // an empty image has no pieces
+        }
     }
 
     var piecesPerImage: Int { pixelChunks * blockChunks }
@@ -35,8 +48,10 @@ struct GemmSplit: Sendable {
         let p = index / blockChunks, b = index % blockChunks
         let pixelStart = min(pixels, p * tiles / pixelChunks * tileRows)
         let pixelEnd = min(pixels, (p + 1) * tiles / pixelChunks * tileRows)
-        let blockStart = b * blockChunk
-        return (pixelStart..<pixelEnd, blockStart..<min(blocks, blockStart + blockChunk))
+        let units = (blocks + blockUnit - 1) / blockUnit
+        let blockStart = min(blocks, b * units / blockChunks * blockUnit)
+        let blockEnd = min(blocks, (b + 1) * units / blockChunks * blockUnit)
+        return (pixelStart..<pixelEnd, blockStart..<blockEnd)
     }
 }
 
