@@ -168,6 +168,12 @@ public final class Model: @unchecked Sendable {
                 try ModelCompiler.fold(kernel: kernel, op: op, scratch: context.scratchByteCount, tensors: &tensors, store: store)
             } else {
                 prepared.append((opIndex, op.inputs, opOutputs, kernel, context.scratchByteCount))
+                // A 1×1 convolution over a concatenation with an upsampled 1×1 image: the constant
+                // image's share becomes one product per image (ConstantBranchFusion).
+                if options.kernels.instructionSet != nil, code.builtinCode == .conv2D {
+                    _ = ConstantBranchFusion.fold(prepared: &prepared, tensors: &tensors, graph: graph, file: file,
+                                                  readers: readers, graphOutputs: graphOutputs)
+                }
             }
         }
 
