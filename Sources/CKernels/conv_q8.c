@@ -690,19 +690,59 @@ static void q8_plain_begin(int32_t *params, int32_t channels) {
     for (int32_t b = 0; b < (channels + CK_Q8_NR - 1) / CK_Q8_NR; b++) params[(size_t)b * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN] = 1;
 }
 
-void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
-                      int32_t input_zero_point, int8_t *packed, int32_t *params) {
+#if CK_X86
+/// ck_conv_q8b_pack's operand bytes of block `b` with AVX-512: each 64-byte line of the layout (one
+/// group of 4 input channels of the block's 16 output channels) is one 16-word gather from the
+/// block's filter rows, written once (no zeroing pass, no 4-byte scattered writes). Rows past out_c
+/// and bytes past in_c are 0, as in the plain C version; a group with bytes past in_c is composed
+/// in C. Also returns each row's sum of operand bytes, read as int8 (`signed_sum`) or uint8, in
+/// `sums` (wrapping like the plain C sums).
+Q8_TARGET_AVX512
+static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *bytes, uint32_t flip, int32_t signed_sum,
+                                  int32_t b, int8_t *packed, uint32_t *sums) {
+    const int32_t taps = g->k_h * g->k_w, k = g->in_c;
+    const int32_t groups = ck_q8b_padded_channels(k) / 4, full = k / 4;
+    const size_t row = (size_t)taps * (size_t)k;
+    const __m512i vflip = _mm512_set1_epi32((int32_t)flip), ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
+    const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32((int32_t)row));
+    const int32_t rows = g->out_c - b * CK_Q8_NR < CK_Q8_NR ? g->out_c - b * CK_Q8_NR : CK_Q8_NR;
+    const __mmask16 live = (__mmask16)((1u << rows) - 1u);
+    __m512i acc = _mm512_setzero_si512();
+#define Q8B_SUM(W) acc = _mm512_add_epi32(acc, _mm512_madd_epi16(signed_sum ? _mm512_maddubs_epi16(ones8, W) \
+                                                                            : _mm512_maddubs_epi16(W, ones8), ones16))
+    for (int32_t t = 0; t < taps; t++) {
+        int8_t *dst = packed + ((size_t)b * taps + t) * (size_t)groups * CK_Q8_NR * 4;
+        const uint8_t *src = bytes + (size_t)b * CK_Q8_NR * row + (size_t)t * k;
+        int32_t i = 0;
+        for (; i < full; i++) {
+            __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, src + 4 * (size_t)i, 1);
+            w = _mm512_maskz_xor_epi32(live, w, vflip);
+            _mm512_storeu_si512(dst + (size_t)i * 64, w);
+            Q8B_SUM(w);
+        }
+        for (; i < groups; i++) {
+            uint8_t line[64] = {0};
+            for (int32_t j = 0; j < rows; j++) {
+                for (int32_t c = 4 * i; c < k && c < 4 * i + 4; c++) line[j * 4 + c - 4 * i] = src[(size_t)j * row + c] ^ (uint8_t)flip;
+            }
+            memcpy(dst + (size_t)i * 64, line, 64);
+            const __m512i w = _mm512_loadu_si512(line);
+            Q8B_SUM(w);
+        }
+    }
+#undef Q8B_SUM
+    _mm512_storeu_si512(sums, acc);
+}
+#endif
+
+/// ck_conv_q8b_pack's operand bytes in plain C: filled row by row of the source (contiguous reads,
+/// 4-byte-strided writes) over a zeroed buffer.
+static void q8b_pack_operands(const ck_conv_geometry *g, const uint8_t *bytes, uint32_t flip, int8_t *packed) {
     const int32_t taps = g->k_h * g->k_w, k = g->in_c, kq = ck_q8b_padded_channels(k);
     const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
-    const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
-    // Layout [block][tap][k/4][NR][4]; padding (channels beyond out_c, inputs beyond in_c) is 0.
-    // Filled row by row of the source (contiguous reads, 4-byte-strided writes).
     memset(packed, 0, (size_t)blocks * CK_Q8_NR * taps * (size_t)kq);
     const size_t groups = (size_t)kq / 4;
-    // The operand's byte is the source byte (flipped) or the source byte XOR 0x80 (w + 128 of an
-    // int8 and w - 128 of a uint8 have the same low byte): four channels move as one 32-bit word.
-    const uint32_t flip = flipped ? 0u : 0x80808080u;
-    const uint8_t *bytes = (const uint8_t *)filter;
     for (int32_t oc = 0; oc < g->out_c; oc++) {
         const int32_t b = oc / CK_Q8_NR, j = oc - b * CK_Q8_NR;
         for (int32_t t = 0; t < taps; t++) {
@@ -718,25 +758,57 @@ void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
             for (; i < k; i++) dst[(size_t)(i >> 2) * CK_Q8_NR * 4 + (i & 3)] = (int8_t)(src[i] ^ (uint8_t)flip);
         }
     }
+}
+
+/// The sum of output channel oc's operands (see q8b_weight), one branch-free loop per scheme.
+static uint32_t q8b_operand_sum(const void *filter, int32_t flipped, int32_t is_signed, size_t row, uint32_t K) {
+    uint32_t sum = 0;
+    if (flipped) {
+        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)(int32_t)((const int8_t *)filter)[row + i];
+    } else if (is_signed) {
+        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)((const int8_t *)filter)[row + i] + 128);
+    } else {
+        for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)((const uint8_t *)filter)[row + i] - 128);
+    }
+    return sum;
+}
+
+void ck_conv_q8b_pack(int32_t isa, const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+                      int32_t filter_zero_point, int32_t input_zero_point, int8_t *packed, int32_t *params) {
+    const int32_t taps = g->k_h * g->k_w, k = g->in_c;
+    const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
+    // Layout [block][tap][k/4][NR][4]; padding (channels beyond out_c, inputs beyond in_c) is 0.
+    // The operand's byte is the source byte (flipped) or the source byte XOR 0x80 (w + 128 of an
+    // int8 and w - 128 of a uint8 have the same low byte): four channels move as one 32-bit word.
+    // The operand sum reads the operand bytes as int8 (flipped: w; uint8: w - 128) or as uint8
+    // (int8 not flipped: w + 128).
+    const uint32_t flip = flipped ? 0u : 0x80808080u;
+    const uint8_t *bytes = (const uint8_t *)filter;
     const uint32_t za = (uint32_t)input_zero_point;
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
     const uint32_t K = (uint32_t)taps * (uint32_t)k;
+    const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
+    int gathered = 0;
+#if CK_X86
+    gathered = isa >= CK_ISA_AVX512 && (int64_t)CK_Q8_NR * K < INT32_MAX;
+#else
+    (void)isa;
+#endif
+    if (!gathered) q8b_pack_operands(g, bytes, flip, packed);
     q8_plain_begin(params, g->out_c);
-    for (int32_t oc = 0; oc < g->out_c; oc++) {
-        // The sum of the operands (see q8b_weight), one branch-free loop per scheme.
-        uint32_t sum = 0;
-        const size_t row = (size_t)oc * K;
-        if (flipped) {
-            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)(int32_t)((const int8_t *)filter)[row + i];
-        } else if (is_signed) {
-            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)((const int8_t *)filter)[row + i] + 128);
-        } else {
-            for (uint32_t i = 0; i < K; i++) sum += (uint32_t)((int32_t)bytes[row + i] - 128);
+    for (int32_t b = 0; b < blocks; b++) {
+        uint32_t sums[CK_Q8_NR];
+#if CK_X86
+        if (gathered) q8b_pack_block_avx512(g, bytes, flip, flipped || !is_signed, b, packed, sums);
+#endif
+        for (int32_t oc = b * CK_Q8_NR; oc < g->out_c && oc < (b + 1) * CK_Q8_NR; oc++) {
+            const size_t row = (size_t)oc * K;
+            const uint32_t sum = gathered ? sums[oc - b * CK_Q8_NR] : q8b_operand_sum(filter, flipped, is_signed, row, K);
+            int32_t *bias = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
+            q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, row, K);
+            if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
+            else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
         }
-        int32_t *bias = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
-        q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, row, K);
-        if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
-        else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
     }
 }
 

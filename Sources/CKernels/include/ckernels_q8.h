@@ -103,9 +103,10 @@ size_t ck_conv_q8b_packed_count(const ck_conv_geometry *g);
 
 /// Packs the filter for the byte path, folds the per-channel corrections into the bias of `params`
 /// (already filled by ck_q8_params_pack for g->out_c channels) and marks the blocks whose shorter
-/// requantization applies (bounded accumulators; see conv_q8.c).
-void ck_conv_q8b_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
-                      int32_t input_zero_point, int8_t *packed, int32_t *params);
+/// requantization applies (bounded accumulators; see conv_q8.c). `isa` picks how the operand bytes
+/// are moved (AVX-512 gathers or plain C); the packed bytes are the same either way.
+void ck_conv_q8b_pack(int32_t isa, const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+                      int32_t filter_zero_point, int32_t input_zero_point, int8_t *packed, int32_t *params);
 
 /// Copies `pixels` pixels of in_c bytes to ck_q8b_padded_channels(in_c) bytes each (padding 0)
 /// and writes each pixel's sum of values (uint8, or int8 when `is_signed`) to `pixel_sums`.

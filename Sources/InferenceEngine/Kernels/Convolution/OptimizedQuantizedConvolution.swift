@@ -138,7 +138,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         } else if bytePath {
             rowPath = false
             let count = ck_conv_q8b_packed_count(&g)
-            packed8 = packBytes(count) { ck_conv_q8b_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
+            packed8 = packBytes(count) { ck_conv_q8b_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
             guard packed8.count == count else { return nil }
             packed16 = []
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,

@@ -1,0 +1,41 @@
+import CKernels
+import TestSupport
+import XCTest
+
+/// The byte-path weight packing (ck_conv_q8b_pack) gathers each 64-byte line with AVX-512 and sums
+/// the operands in vector registers where the CPU has AVX-512; the packed bytes, the folded biases
+/// and the short-requantization flags must be exactly those of the plain C packing.
+final class QuantizedPackTests: XCTestCase {
+    func testGatheredPackingIsThePlainPacking() throws {
+        let best = ck_best_isa()
+        guard best >= Int32(CK_ISA_AVX512) else { throw XCTSkip("no AVX-512 on this CPU: only the plain C packing runs") }
+        var random = SeededGenerator(seed: 29)
+        // (out_c, in_c, k): block tails, channel tails (groups composed in C), 3×3 taps, a
+        // reduction long enough that int8 filters are not flipped (K > 2048), uint8 filters.
+        let shapes = [(40, 20, 1), (17, 5, 1), (24, 3, 3), (37, 13, 3), (160, 96, 1), (33, 70, 1), (20, 2100, 1), (48, 320, 3)]
+        for (outputChannels, inputChannels, k) in shapes {
+            for isSigned: Int32 in [0, 1] {
+                var g = ck_conv_geometry(in_h: 6, in_w: 6, in_c: Int32(inputChannels), out_h: 6, out_w: 6, out_c: Int32(outputChannels),
+                                         k_h: Int32(k), k_w: Int32(k), stride_h: 1, stride_w: 1, dil_h: 1, dil_w: 1,
+                                         pad_top: Int32(k / 2), pad_left: Int32(k / 2))
+                let filter = (0..<outputChannels * k * k * inputChannels).map { _ in UInt8.random(in: 0...255, using: &random) }
+                let count = ck_conv_q8b_packed_count(&g)
+                let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
+                let initial = (0..<blocks * Int(CK_Q8_PARAMS_PER_BLOCK)).map { _ in Int32.random(in: -5000...5000, using: &random) }
+                let filterZeroPoint: Int32 = isSigned == 1 ? 0 : 131
+                func pack(_ isa: Int32) -> (bytes: [Int8], params: [Int32]) {
+                    var bytes = [Int8](repeating: 0x55, count: count), params = initial
+                    filter.withUnsafeBytes { f in
+                        ck_conv_q8b_pack(isa, &g, f.baseAddress, isSigned, filterZeroPoint, 7, &bytes, &params)
+                    }
+                    return (bytes, params)
+                }
+                let plain = pack(Int32(CK_ISA_PORTABLE)), gathered = pack(best)
+                let what = "out_c \(outputChannels) in_c \(inputChannels) k \(k) signed \(isSigned)"
+                XCTAssertEqual(gathered.bytes, plain.bytes, "\(what): packed bytes")
+                XCTAssertEqual(gathered.params, plain.params, "\(what): biases and flags")
+                XCTAssertNotEqual(plain.params, initial, "\(what): the packing folds the operand sums into the biases")
+            }
+        }
+    }
+}
