@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "ReadmeExamplesTests", dependencies: ["EdgeVision", "EdgeVisionTasks", "MediaIO", "InferenceEngine", "TestSupport"]),
         .testTarget(name: "BenchmarkTests", dependencies: ["EdgeVision", "EdgeVisionTasks", "MediaIO", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["edgevision", "MediaIO", "TestSupport"]),
-        .testTarget(name: "EdgeVisionTests", dependencies: ["EdgeVision", "VisionCore", "MediaIO", "TestSupport"]),
+        .testTarget(name: "EdgeVisionTests", dependencies: ["EdgeVision", "VisionCore", "MediaIO", "TFLiteFormat", "TensorCore", "TestSupport"]),
         .testTarget(name: "EdgeVisionTasksTests", dependencies: ["EdgeVisionTasks", "VisionCore", "MediaIO", "TestSupport"]),
         .testTarget(name: "ModelManagerTests", dependencies: ["EdgeVision", "VisionCore", "TFLiteFormat", "TestSupport"]),
     ]

@@ -111,10 +111,21 @@ public enum ImagePreprocessor {
         }
     }
 
-    /// The general path's arithmetic for single-plane formats, without a per-sample orientation
-    /// and format switch: the stored byte address of upright pixel (u, v) of the crop is affine in
-    /// u and v for every orientation, so each output row needs two row offsets and each column
-    /// two precomputed column offsets. Same samples, same Double arithmetic: byte-identical.
+    /// The general path's arithmetic for single-plane formats, restructured for speed but with
+    /// the same samples and the same Double operations in the same order, so byte-identical:
+    ///
+    /// - the stored byte address of upright pixel (u, v) of the crop is affine in u and v for every
+    ///   orientation, so each source row is one pointer and each output column two precomputed
+    ///   byte offsets and its weights `(1 - fx, fx)`, side by side;
+    /// - the horizontal blends `p[y][x0] * (1 - fx) + p[y][x1] * fx` depend only on the source row
+    ///   `y` and the output column, so they are computed once per source row into a row of Doubles
+    ///   (two rows are kept: consecutive output rows that share a source row reuse it);
+    /// - each output row is then `top * (1 - fy) + bottom * fy` over two such rows, rounded half
+    ///   up by ``roundHalfUp(_:)`` (a loop the compiler vectorizes), and written with one loop per
+    ///   output type and channel count; float32 inputs look the value up in a 256-entry table per
+    ///   channel holding `(Float(p) - mean) / std`, the same Float arithmetic;
+    /// - bytes become Doubles through a 256-entry table (`Double(p)`, exact);
+    /// - grey pixels are blended once and replicated to the three channels.
     private static func writePacked(_ pixels: PixelBuffer, layout: PackedLayout, orientation: ImageOrientation,
                                     crop: (x: Int, y: Int, width: Int, height: Int),
                                     xs: [(Int, Int, Double)], ys: [(Int, Int, Double)],
@@ -125,35 +136,137 @@ public enum ImagePreprocessor {
             return (crop.y + p.y) * bytesPerRow + (crop.x + p.x) * bpp
         }
         let origin = address(0, 0), du = address(1, 0) - origin, dv = address(0, 1) - origin
-        let columns0 = xs.map { $0.0 * du }, columns1 = xs.map { $0.1 * du }
         let start = UnsafePointer(pixels.row(0)) + origin
+        let width = spec.width, channels = spec.channels
+        // Grey pixels: one blended plane, replicated; colour: R, G, B interleaved.
+        let planes = layout.red == layout.green && layout.green == layout.blue ? 1 : 3
+        let rowCount = width * planes
+        let isFloat = spec.type != .uint8 && spec.type != .int8
+        // Scratch, one allocation: per output column its two byte offsets and weights; Double(p)
+        // for every byte p; two rows of horizontal blends (Double); for float32 inputs the three
+        // 256-entry tables (Float); one row of rounded values (UInt8).
+        let doubleCount = 256 + 2 * rowCount, tableCount = isFloat ? 3 * 256 : 0
+        let columnBytes = MemoryLayout<Column>.stride * width
+        let scratch = UnsafeMutableRawPointer.allocate(
+            byteCount: columnBytes + 8 * doubleCount + 4 * tableCount + rowCount, alignment: 16)
+        defer { scratch.deallocate() }
+        let columns = scratch.bindMemory(to: Column.self, capacity: width)
+        let toDouble = (scratch + columnBytes).bindMemory(to: Double.self, capacity: doubleCount)
+        let buffer0 = toDouble + 256, buffer1 = buffer0 + rowCount
+        let table = (scratch + columnBytes + 8 * doubleCount).bindMemory(to: Float.self, capacity: tableCount)
+        let quantized = (scratch + columnBytes + 8 * doubleCount + 4 * tableCount).bindMemory(to: UInt8.self, capacity: rowCount)
+        for ox in 0..<width {
+            let (x0, x1, fx) = xs[ox]
+            (columns + ox).initialize(to: Column(offset0: x0 * du, offset1: x1 * du, weight0: 1 - fx, weight1: fx))
+        }
+        for p in 0..<256 { toDouble[p] = Double(p) }
+        if isFloat {
+            // (Float(p) - mean[c]) / std[c] for every byte value p.
+            for c in 0..<3 {
+                let m = spec.mean[c], s = spec.std[c]
+                for p in 0..<256 { table[c * 256 + p] = (Float(UInt8(p)) - m) / s }
+            }
+        }
+        let alphaFloat: Float = (Float(UInt8(255)) - 0) / 1   // the fourth channel: 255, mean 0, std 1
+        let flip: UInt8 = spec.type == .int8 ? 0x80 : 0       // int8: Int8(value - 128)'s bit pattern
         let (red, green, blue) = (layout.red, layout.green, layout.blue)
-        let channels = spec.channels
-        let output8 = base.assumingMemoryBound(to: UInt8.self), outputF = base.assumingMemoryBound(to: Float.self)
-        let mean = spec.mean, std = spec.std
-        columns0.withUnsafeBufferPointer { c0 in
-            columns1.withUnsafeBufferPointer { c1 in
-                for oy in 0..<spec.height {
-                    let (y0, y1, fy) = ys[oy]
-                    let row0 = start + y0 * dv, row1 = start + y1 * dv
-                    var index = oy * spec.width * channels
-                    for ox in 0..<spec.width {
-                        let fx = xs[ox].2
-                        let p00 = row0 + c0[ox], p01 = row0 + c1[ox], p10 = row1 + c0[ox], p11 = row1 + c1[ox]
-                        let r = blend(Double(p00[red]), Double(p01[red]), Double(p10[red]), Double(p11[red]), fx, fy)
-                        let g = blend(Double(p00[green]), Double(p01[green]), Double(p10[green]), Double(p11[green]), fx, fy)
-                        let b = blend(Double(p00[blue]), Double(p01[blue]), Double(p10[blue]), Double(p11[blue]), fx, fy)
-                        for c in 0..<channels {
-                            let value: UInt8 = c == 0 ? r : c == 1 ? g : c == 2 ? b : 255
-                            switch spec.type {
-                            case .uint8: output8[index + c] = value
-                            case .int8: output8[index + c] = value ^ 0x80   // Int8(value - 128)'s bit pattern
-                            default:
-                                let m = c < 3 ? mean[c] : 0, s = c < 3 ? std[c] : 1
-                                outputF[index + c] = (Float(value) - m) / s
-                            }
+
+        /// The horizontal blends of upright source row `y`, into `h`.
+        func blendRow(_ y: Int, into h: UnsafeMutablePointer<Double>) {
+            let row = start + y * dv
+            let r = row + red, g = row + green, b = row + blue
+            if planes == 1 {
+                for ox in 0..<width {
+                    let column = columns[ox]
+                    h[ox] = toDouble[Int(r[column.offset0])] * column.weight0 + toDouble[Int(r[column.offset1])] * column.weight1
+                }
+            } else {
+                var out = h
+                for ox in 0..<width {
+                    let column = columns[ox]
+                    let o0 = column.offset0, o1 = column.offset1, w0 = column.weight0, w1 = column.weight1
+                    out[0] = toDouble[Int(r[o0])] * w0 + toDouble[Int(r[o1])] * w1
+                    out[1] = toDouble[Int(g[o0])] * w0 + toDouble[Int(g[o1])] * w1
+                    out[2] = toDouble[Int(b[o0])] * w0 + toDouble[Int(b[o1])] * w1
+                    out += 3
+                }
+            }
+        }
+
+        var tag0 = -1, tag1 = -1   // the source rows held by buffer0 and buffer1
+        for oy in 0..<spec.height {
+            let (y0, y1, fy) = ys[oy]
+            // The blended source rows y0 and y1, each computed only when not already held.
+            let top: UnsafeMutablePointer<Double>
+            if tag0 == y0 {
+                top = buffer0
+            } else if tag1 == y0 {
+                top = buffer1
+            } else if tag0 == y1 {
+                blendRow(y0, into: buffer1); tag1 = y0; top = buffer1
+            } else {
+                blendRow(y0, into: buffer0); tag0 = y0; top = buffer0
+            }
+            let bottom: UnsafeMutablePointer<Double>
+            if tag0 == y1 {
+                bottom = buffer0
+            } else if tag1 == y1 {
+                bottom = buffer1
+            } else if top == buffer0 {
+                blendRow(y1, into: buffer1); tag1 = y1; bottom = buffer1
+            } else {
+                blendRow(y1, into: buffer0); tag0 = y1; bottom = buffer0
+            }
+            // Vertical blend, rounded half up; straight into the output for uint8/int8 RGB.
+            let wy0 = 1 - fy
+            let index = oy * width * channels
+            if !isFloat && planes == 3 && channels == 3 {
+                let out = base.assumingMemoryBound(to: UInt8.self) + index
+                for i in 0..<rowCount {
+                    out[i] = roundHalfUp(top[i] * wy0 + bottom[i] * fy) ^ flip
+                }
+                continue
+            }
+            for i in 0..<rowCount {
+                quantized[i] = roundHalfUp(top[i] * wy0 + bottom[i] * fy)
+            }
+            // The output row, one loop per type and channel layout.
+            if isFloat {
+                let out = base + 4 * index
+                if planes == 3 && channels == 3 {
+                    for i in 0..<width {
+                        let q = quantized + 3 * i, o = out + 12 * i
+                        o.storeBytes(of: table[Int(q[0])], as: Float.self)
+                        o.storeBytes(of: table[256 + Int(q[1])], toByteOffset: 4, as: Float.self)
+                        o.storeBytes(of: table[512 + Int(q[2])], toByteOffset: 8, as: Float.self)
+                    }
+                } else {
+                    for i in 0..<width {
+                        let o = out + 4 * channels * i
+                        for c in 0..<3 {
+                            let q = quantized[planes == 3 ? 3 * i + c : i]
+                            o.storeBytes(of: table[c * 256 + Int(q)], toByteOffset: 4 * c, as: Float.self)
                         }
-                        index += channels
+                        if channels == 4 { o.storeBytes(of: alphaFloat, toByteOffset: 12, as: Float.self) }
+                    }
+                }
+            } else {
+                let out = base.assumingMemoryBound(to: UInt8.self) + index
+                if planes == 3 {
+                    for i in 0..<width {
+                        let q = quantized + 3 * i, o = out + channels * i
+                        o[0] = q[0] ^ flip
+                        o[1] = q[1] ^ flip
+                        o[2] = q[2] ^ flip
+                        if channels == 4 { o[3] = 255 ^ flip }
+                    }
+                } else {
+                    for i in 0..<width {
+                        let value = quantized[i] ^ flip, o = out + channels * i
+                        o[0] = value
+                        o[1] = value
+                        o[2] = value
+                        if channels == 4 { o[3] = 255 ^ flip }
                     }
                 }
             }
@@ -171,11 +284,28 @@ public enum ImagePreprocessor {
         }
     }
 
+    /// One output column of the packed path: the byte offsets of its two source pixels in a row
+    /// and their weights `(1 - fx, fx)`.
+    private struct Column {
+        let offset0: Int, offset1: Int, weight0: Double, weight1: Double
+    }
+
+    /// `UInt8(min(max((v + 0.5).rounded(.down), 0), 255))` for every non-NaN `v`, without a call
+    /// to `floor` or a checked conversion: with `t = v + 0.5` clamped to [0, 255.5], `t + 2^52`
+    /// is `t` rounded to the nearest integer (exactly: its spacing there is 1), which sits in the
+    /// low bits of its bit pattern; one less when that rounded up.
+    @inline(__always)
+    package static func roundHalfUp(_ v: Double) -> UInt8 {
+        // floor(min(max(t, 0), 255.5)) = min(max(floor(t), 0), 255).
+        let t = min(max(v + 0.5, 0), 255.5)
+        let shifted = t + 0x1p52
+        return UInt8(truncatingIfNeeded: shifted.bitPattern &- (shifted - 0x1p52 > t ? 1 : 0))
+    }
+
     @inline(__always)
     static func blend(_ p00: Double, _ p01: Double, _ p10: Double, _ p11: Double, _ fx: Double, _ fy: Double) -> UInt8 {
         let top = p00 * (1 - fx) + p01 * fx
         let bottom = p10 * (1 - fx) + p11 * fx
-        let v = top * (1 - fy) + bottom * fy
-        return UInt8(min(max((v + 0.5).rounded(.down), 0), 255))
+        return roundHalfUp(top * (1 - fy) + bottom * fy)
     }
 }

@@ -81,7 +81,13 @@ public struct SegmentationMask: Sendable, Hashable {
         values.isEmpty ? 0 : Double(values.lazy.filter { $0 > 0.5 }.count) / Double(values.count)
     }
 
-    /// Bilinear resize with half-pixel centres (the rule used for full-size masks).
+    /// Bilinear resize with half-pixel centres (the rule used for full-size masks), in Float:
+    /// per axis `s = (x + 0.5) * in / out - 0.5` clamped to `[0, in - 1]`, `i0 = floor(s)`,
+    /// `f = s - i0`; `top = p[y0][x0] + (p[y0][x1] - p[y0][x0]) * fx`, the same for `bottom` on row
+    /// `y1`, and `top + (bottom - top) * fy`. The horizontal blends depend only on the source row,
+    /// so they are computed once per source row (two rows kept, reused by the output rows that
+    /// share them); the arithmetic and its order are unchanged. Values missing from a short
+    /// ``values`` array read as 0.
     public func resized(width newWidth: Int, height newHeight: Int) -> SegmentationMask {
         guard newWidth > 0, newHeight > 0, width > 0, height > 0 else { return SegmentationMask(width: max(newWidth, 0), height: max(newHeight, 0), values: []) }
         if newWidth == width, newHeight == height { return self }
@@ -94,18 +100,60 @@ public struct SegmentationMask: Sendable, Hashable {
             }
         }
         let xs = axis(width, newWidth), ys = axis(height, newHeight)
-        var out = [Float](repeating: 0, count: newWidth * newHeight)
-        values.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
+        let count = width * height
+        let source = values.count >= count ? values : values + [Float](repeating: 0, count: count - values.count)
+        // Scratch: per column x0, x1 (Int) and fx (Float); two rows of horizontal blends.
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 16 * newWidth + 4 * newWidth + 8 * newWidth, alignment: 16)
+        defer { scratch.deallocate() }
+        let column0 = scratch.bindMemory(to: Int.self, capacity: 2 * newWidth), column1 = column0 + newWidth
+        let weights = (scratch + 16 * newWidth).bindMemory(to: Float.self, capacity: 3 * newWidth)
+        let buffer0 = weights + newWidth, buffer1 = buffer0 + newWidth
+        for (x, (x0, x1, fx)) in xs.enumerated() {
+            column0[x] = x0
+            column1[x] = x1
+            weights[x] = fx
+        }
+        let out = [Float](unsafeUninitializedCapacity: newWidth * newHeight) { dst, initialized in
+            guard let dst = dst.baseAddress else { return }
+            source.withUnsafeBufferPointer { src in
+                guard let src = src.baseAddress else { return }
+                func blendRow(_ y: Int, into h: UnsafeMutablePointer<Float>) {
+                    let row = src + y * width
+                    for x in 0..<newWidth {
+                        let a = row[column0[x]], b = row[column1[x]]
+                        h[x] = a + (b - a) * weights[x]
+                    }
+                }
+                var tag0 = -1, tag1 = -1   // the source rows held by buffer0 and buffer1
                 for (y, (y0, y1, fy)) in ys.enumerated() {
-                    let r0 = y0 * width, r1 = y1 * width
-                    for (x, (x0, x1, fx)) in xs.enumerated() {
-                        let top = src[r0 + x0] + (src[r0 + x1] - src[r0 + x0]) * fx
-                        let bottom = src[r1 + x0] + (src[r1 + x1] - src[r1 + x0]) * fx
-                        dst[y * newWidth + x] = top + (bottom - top) * fy
+                    let top: UnsafeMutablePointer<Float>
+                    if tag0 == y0 {
+                        top = buffer0
+                    } else if tag1 == y0 {
+                        top = buffer1
+                    } else if tag0 == y1 {
+                        blendRow(y0, into: buffer1); tag1 = y0; top = buffer1
+                    } else {
+                        blendRow(y0, into: buffer0); tag0 = y0; top = buffer0
+                    }
+                    let bottom: UnsafeMutablePointer<Float>
+                    if tag0 == y1 {
+                        bottom = buffer0
+                    } else if tag1 == y1 {
+                        bottom = buffer1
+                    } else if top == buffer0 {
+                        blendRow(y1, into: buffer1); tag1 = y1; bottom = buffer1
+                    } else {
+                        blendRow(y1, into: buffer0); tag0 = y1; bottom = buffer0
+                    }
+                    let row = dst + y * newWidth
+                    for x in 0..<newWidth {
+                        let t = top[x]
+                        row[x] = t + (bottom[x] - t) * fy
                     }
                 }
             }
+            initialized = newWidth * newHeight
         }
         return SegmentationMask(width: newWidth, height: newHeight, values: out)
     }
