@@ -193,30 +193,11 @@ public enum ImagePreprocessor {
             }
         }
 
-        var tag0 = -1, tag1 = -1   // the source rows held by buffer0 and buffer1
+        var pair = BlendedRowPair(buffer0, buffer1)
         for oy in 0..<spec.height {
             let (y0, y1, fy) = ys[oy]
             // The blended source rows y0 and y1, each computed only when not already held.
-            let top: UnsafeMutablePointer<Double>
-            if tag0 == y0 {
-                top = buffer0
-            } else if tag1 == y0 {
-                top = buffer1
-            } else if tag0 == y1 {
-                blendRow(y0, into: buffer1); tag1 = y0; top = buffer1
-            } else {
-                blendRow(y0, into: buffer0); tag0 = y0; top = buffer0
-            }
-            let bottom: UnsafeMutablePointer<Double>
-            if tag0 == y1 {
-                bottom = buffer0
-            } else if tag1 == y1 {
-                bottom = buffer1
-            } else if top == buffer0 {
-                blendRow(y1, into: buffer1); tag1 = y1; bottom = buffer1
-            } else {
-                blendRow(y1, into: buffer0); tag0 = y1; bottom = buffer0
-            }
+            let (top, bottom) = pair.rows(y0, y1, blend: blendRow)
             // Vertical blend, rounded half up; straight into the output for uint8/int8 RGB.
             let wy0 = 1 - fy
             let index = oy * width * channels

@@ -81,13 +81,8 @@ final class ActivationFusionTests: XCTestCase {
     }
 
     func testRealModelsLoseTheirStandaloneActivations() throws {
-        let path = SharedData.model("selfie_segmentation.tflite").path
         func count(_ kernels: KernelSelection) throws -> [String: Int] {
-            var options = ModelOptions()
-            options.kernels = kernels
-            let model = try Model(contentsOfFile: path, options: options)
-            let interpreter = Interpreter(model: model)
-            return Dictionary(interpreter.invokeProfiled().map { ($0.operatorName, 1) }, uniquingKeysWith: +)
+            try FusionTestSupport.operatorCounts(model: "selfie_segmentation.tflite", kernels)
         }
         let reference = try count(.reference), optimized = try count(.optimized)
         XCTAssertGreaterThan(reference["RELU", default: 0], 0)

@@ -51,18 +51,8 @@ final class ConstantBranchFusionTests: XCTestCase {
     }
 
     private func run(_ bytes: [UInt8], _ kernels: KernelSelection, threads: Int = 1) throws -> (nodes: [String], output: [Float]) {
-        var options = ModelOptions()
-        options.kernels = kernels
-        let model = try Model(data: Data(bytes), options: options)
-        let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
-        interpreter.waitForThreads()
-        var random = SeededGenerator(seed: 3)
-        for input in 0..<model.inputs.count {
-            let values = (0..<model.inputs[input].byteCount / 4).map { _ in Float.random(in: -2...2, using: &random) }
-            try values.withUnsafeBytes { try interpreter.copyInput($0, at: input) }
-        }
-        let nodes = interpreter.invokeProfiled().map(\.operatorName)
-        return (nodes, try interpreter.outputFloats(at: 0))
+        let result = try FusionTestSupport.run(bytes, kernels, threads: threads, seed: 3, range: -2...2)
+        return (result.nodes, result.outputs[0])
     }
 
     /// Every optimized selection at 1 and 2 threads: close to the reference kernels and to the same
@@ -104,12 +94,8 @@ final class ConstantBranchFusionTests: XCTestCase {
     }
 
     func testDeepLabV3LosesItsConcatenation() throws {
-        let path = SharedData.model("deeplabv3.tflite").path
         func count(_ kernels: KernelSelection) throws -> [String: Int] {
-            var options = ModelOptions()
-            options.kernels = kernels
-            let interpreter = Interpreter(model: try Model(contentsOfFile: path, options: options))
-            return Dictionary(interpreter.invokeProfiled().map { ($0.operatorName, 1) }, uniquingKeysWith: +)
+            try FusionTestSupport.operatorCounts(model: "deeplabv3.tflite", kernels)
         }
         let reference = try count(.reference), optimized = try count(.optimized)
         XCTAssertEqual(reference["CONCATENATION"], 1)

@@ -68,20 +68,7 @@ final class ResidualFusionTests: XCTestCase {
     }
 
     private func run(_ bytes: [UInt8], _ kernels: KernelSelection, threads: Int = 1) throws -> (nodes: [String], outputs: [[Float]]) {
-        var options = ModelOptions()
-        options.kernels = kernels
-        let model = try Model(data: Data(bytes), options: options)
-        let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
-        interpreter.waitForThreads()
-        var random = SeededGenerator(seed: 11)
-        for input in 0..<model.inputs.count {
-            let count = model.inputs[input].byteCount / 4
-            let values = (0..<count).map { _ in Float.random(in: -4...4, using: &random) }
-            try values.withUnsafeBytes { try interpreter.copyInput($0, at: input) }
-        }
-        let nodes = interpreter.invokeProfiled().map(\.operatorName)
-        let outputs = try (0..<model.outputs.count).map { try interpreter.outputFloats(at: $0) }
-        return (nodes, outputs)
+        try FusionTestSupport.run(bytes, kernels, threads: threads, seed: 11, range: -4...4)
     }
 
     /// Runs case `c` with every optimized selection at 1 and 2 threads: the result must be bitwise the
@@ -138,12 +125,8 @@ final class ResidualFusionTests: XCTestCase {
     }
 
     func testBlazeFaceLosesItsPadsAndAdds() throws {
-        let path = SharedData.model("face_detection_short_range.tflite").path
         func count(_ kernels: KernelSelection) throws -> [String: Int] {
-            var options = ModelOptions()
-            options.kernels = kernels
-            let interpreter = Interpreter(model: try Model(contentsOfFile: path, options: options))
-            return Dictionary(interpreter.invokeProfiled().map { ($0.operatorName, 1) }, uniquingKeysWith: +)
+            try FusionTestSupport.operatorCounts(model: "face_detection_short_range.tflite", kernels)
         }
         let reference = try count(.reference), optimized = try count(.optimized)
         XCTAssertEqual(reference["ADD"], 16)

@@ -124,28 +124,9 @@ public struct SegmentationMask: Sendable, Hashable {
                         h[x] = a + (b - a) * weights[x]
                     }
                 }
-                var tag0 = -1, tag1 = -1   // the source rows held by buffer0 and buffer1
+                var pair = BlendedRowPair(buffer0, buffer1)
                 for (y, (y0, y1, fy)) in ys.enumerated() {
-                    let top: UnsafeMutablePointer<Float>
-                    if tag0 == y0 {
-                        top = buffer0
-                    } else if tag1 == y0 {
-                        top = buffer1
-                    } else if tag0 == y1 {
-                        blendRow(y0, into: buffer1); tag1 = y0; top = buffer1
-                    } else {
-                        blendRow(y0, into: buffer0); tag0 = y0; top = buffer0
-                    }
-                    let bottom: UnsafeMutablePointer<Float>
-                    if tag0 == y1 {
-                        bottom = buffer0
-                    } else if tag1 == y1 {
-                        bottom = buffer1
-                    } else if top == buffer0 {
-                        blendRow(y1, into: buffer1); tag1 = y1; bottom = buffer1
-                    } else {
-                        blendRow(y1, into: buffer0); tag0 = y1; bottom = buffer0
-                    }
+                    let (top, bottom) = pair.rows(y0, y1, blend: blendRow)
                     let row = dst + y * newWidth
                     for x in 0..<newWidth {
                         let t = top[x]

@@ -131,16 +131,8 @@ struct ConstantImageProjectionKernel: Kernel {
         guard geometry.fitsOptimizedKernels, batches > 0, pixels > 0, weights.count == inputChannels * outputChannels,
               pixels.multipliedReportingOverflow(by: outputChannels).overflow == false
         else { return nil }
-        var g = geometry
-        let count = ck_conv_f32_packed_count(&g)
-        packed = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if let destination = buffer.baseAddress {
-                weights.withUnsafeBufferPointer { w in
-                    if let w = w.baseAddress { ck_conv_f32_pack(&g, w, nil, destination) }
-                }
-            }
-            initialized = count
-        }
+        let g = geometry
+        packed = weights.withUnsafeBufferPointer { OptimizedConvFloatKernel.pack(g, filter: $0.baseAddress, bias: nil) }
         self.isa = isa
         self.batches = batches
         self.pixels = pixels

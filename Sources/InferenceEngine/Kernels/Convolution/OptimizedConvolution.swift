@@ -119,6 +119,16 @@ struct OptimizedConvFloatKernel: Kernel {
     /// own weights and bias, copied; nil otherwise.
     let firstLayer: (filter: [Float], bias: [Float]?)?
 
+    /// Weights [out_c][k_h][k_w][in_c] (and the bias, or zeros) packed for the implicit-GEMM kernels.
+    static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?) -> [Float] {
+        var g = geometry
+        let count = ck_conv_f32_packed_count(&g)
+        return [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let destination = buffer.baseAddress, let filter { ck_conv_f32_pack(&g, filter, bias, destination) }
+            initialized = count
+        }
+    }
+
     /// Nil when the shapes do not fit the optimized kernel (the caller keeps the reference kernel).
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?,
           floatMin: Float, floatMax: Float) {
@@ -132,13 +142,8 @@ struct OptimizedConvFloatKernel: Kernel {
             biasBase = base.assumingMemoryBound(to: Float.self)
         }
         var g = geometry
-        let count = ck_conv_f32_packed_count(&g)
-        packed = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if let base = buffer.baseAddress {
-                ck_conv_f32_pack(&g, filterBase.assumingMemoryBound(to: Float.self), biasBase, base)
-            }
-            initialized = count
-        }
+        packed = OptimizedConvFloatKernel.pack(geometry, filter: filterBase.assumingMemoryBound(to: Float.self), bias: biasBase)
+        let count = packed.count
         self.isa = isa
         self.geometry = geometry
         self.batches = batches
@@ -321,16 +326,9 @@ struct OptimizedTransposeConvGemmKernel: Kernel {
                 }
             }
         }
-        var g = columns
-        let count = ck_conv_f32_packed_count(&g)
-        packed = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if let destination = buffer.baseAddress {
-                filter.withUnsafeBufferPointer { f in
-                    if let f = f.baseAddress { ck_conv_f32_pack(&g, f, nil, destination) }
-                }
-            }
-            initialized = count
-        }
+        let columnGeometry = columns
+        packed = filter.withUnsafeBufferPointer { OptimizedConvFloatKernel.pack(columnGeometry, filter: $0.baseAddress, bias: nil) }
+        let count = packed.count
         let blocks = (columnChannels + Int(CK_F32_NR) - 1) / Int(CK_F32_NR)
         split = GemmSplit(pixels: pixels, blocks: blocks, bytesPerBlock: count / max(blocks, 1) * 4)
         self.isa = isa
