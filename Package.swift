@@ -41,15 +41,13 @@ let package = Package(
         // Pictures in and out: pixel buffers, decoders/encoders, orientation, video, annotation.
         .target(name: "MediaIO", dependencies: ["CTurboJPEG", "CSPNG", "CWebP", "CFFmpeg", "CFreeType"]),
 
-        // Debian's pthreadpool (libpthreadpool-dev): the persistent thread pool of multi-threaded invokes.
-        .systemLibrary(name: "CPThreadPool", providers: [.apt(["libpthreadpool-dev"])]),
-
         // Hot micro-kernels in C: a portable variant of each plus x86-64 variants with per-function
         // target attributes (AVX2+FMA, AVX-512, AVX-512-VNNI), chosen at run time. No unsafe flags.
+        // Also the worker pool of multi-threaded invokes (pool.c).
         .target(name: "CKernels"),
 
         // The interpreter: compiled models, kernels (one op per file), memory planning.
-        .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore", "CPThreadPool", "CKernels"]),
+        .target(name: "InferenceEngine", dependencies: ["TFLiteFormat", "TensorCore", "CKernels"]),
 
         // What both task APIs share: model compatibility, image preprocessing, errors.
         .target(name: "VisionCore", dependencies: ["InferenceEngine", "MediaIO", "TFLiteFormat", "TensorCore"]),

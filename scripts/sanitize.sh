@@ -4,7 +4,7 @@
 #   scripts/sanitize.sh thread    Thread Sanitizer on the concurrency tests: the stress tests, the
 #                                 concurrent labeler/classifier tests, live-stream flow, a multi-threaded
 #                                 kernel, concurrent downloads, stream-mode tracking. INCLUDE_PARITY=1 adds
-#                                 every golden model invoked at 2 threads (pthreadpool; slow under TSan).
+#                                 every golden model invoked at 2 threads (slow under TSan).
 #   scripts/sanitize.sh address   Address Sanitizer (with leak detection off: Foundation's and XCTest's
 #                                 one-time allocations are reported otherwise) on the whole suite.
 #
@@ -18,11 +18,11 @@ shift || true
 case "$kind" in
     thread)
         scratch=${SCRATCH:-.build-tsan}
-        filter='ConcurrencyStressTests|ImageLabelerGoldenTests|ImageClassifierGoldenTests/testConcurrentImageModeCalls|LiveStreamTests|RunningModeTests|ElementwiseKernelTests/testAddFloatLargeBroadcastSplitAcrossThreads|ModelManagerTests/testConcurrentDownloadsShareOneTransfer|ObjectTrackerStreamTests'
+        filter='WorkPoolTests|ConcurrencyStressTests|ImageLabelerGoldenTests|ImageClassifierGoldenTests/testConcurrentImageModeCalls|LiveStreamTests|RunningModeTests|ElementwiseKernelTests/testAddFloatLargeBroadcastSplitAcrossThreads|ModelManagerTests/testConcurrentDownloadsShareOneTransfer|ObjectTrackerStreamTests'
         # Every golden model invoked at 1 and 2 threads: over an hour under TSan on 2 busy cores.
         if [ "${INCLUDE_PARITY:-0}" = 1 ]; then filter="$filter|GoldenParityTests/testOutputsAreIdenticalAtOneAndTwoThreads"; fi
-        # Reports through the uninstrumented libpthreadpool are false positives: see tsan-suppressions.txt.
-        export TSAN_OPTIONS=${TSAN_OPTIONS:-"halt_on_error=0 second_deadlock_stack=1 history_size=4 suppressions=$PWD/scripts/tsan-suppressions.txt"}
+        # The worker pool (CKernels' pool.c) is compiled with the sanitizer too, so no report is suppressed.
+        export TSAN_OPTIONS=${TSAN_OPTIONS:-"halt_on_error=0 second_deadlock_stack=1 history_size=4"}
         args=(--filter "$filter")
         ;;
     address)

@@ -1,0 +1,37 @@
+#ifndef CKERNELS_POOL_H
+#define CKERNELS_POOL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A persistent pool of worker threads that runs the pieces of one job at a time together with the
+/// calling thread. Pieces are claimed one by one from a shared counter by whichever thread is
+/// running, so the caller never waits for a worker that has not started: a job finishes when its
+/// pieces are done, whether the workers took part or not (a worker the scheduler has not run, on
+/// a busy machine, simply finds nothing left). The caller waits only for pieces a worker has
+/// claimed and is running. Workers spin for about a millisecond after a job, then sleep until the
+/// next one; they run with denormals flushed to zero (ck_denormals_flush).
+typedef struct ck_pool ck_pool;
+
+/// A piece of work: `index` in [0, count).
+typedef void (*ck_pool_task)(void *context, size_t index);
+
+/// A pool of `threads` threads in all: the caller plus threads - 1 workers. NULL if `threads` < 2
+/// or no worker could be started (run pieces on the calling thread then).
+ck_pool *ck_pool_create(size_t threads);
+
+/// Stops and joins the workers and frees the pool (NULL is ignored). No job may be running.
+void ck_pool_destroy(ck_pool *pool);
+
+/// Runs task(context, 0) ... task(context, count - 1) on the caller and the workers; returns when
+/// all are done. One caller at a time per pool. With a NULL pool, runs them on the caller.
+void ck_pool_run(ck_pool *pool, ck_pool_task task, void *context, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

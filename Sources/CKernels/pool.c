@@ -1,0 +1,231 @@
+// The work pool (see ckernels_pool.h).
+#include "ckernels_pool.h"
+#include "ckernels.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CK_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CK_RELAX() __asm__ __volatile__("yield")
+#else
+#define CK_RELAX() ((void)0)
+#endif
+
+/// How long a worker spins for the next job before it sleeps.
+#define CK_POOL_SPIN_NS 1000000u
+/// A wait for workers' pieces this long means a worker was descheduled while it held a piece
+/// (the machine is busy): the caller then runs the next CK_POOL_SOLO_JOBS jobs alone.
+#define CK_POOL_STALL_NS 500000u
+#define CK_POOL_SOLO_JOBS 64u
+
+/// A thread's share of the current job: epoch (high 32 bits; 0 = none yet), next piece (16 bits),
+/// end (low 16 bits). Pieces are claimed by compare-and-swap of the whole word, from the front by
+/// the owner and from the back by the others once their own shares are done, so a thread that read
+/// an older job's epoch can never claim a piece of a newer job.
+typedef struct {
+    _Alignas(64) _Atomic uint64_t word;
+} ck_pool_share;
+
+struct ck_pool {
+    /// The epoch of the latest job, which workers watch.
+    _Alignas(64) _Atomic uint32_t job;
+    /// The job (written before its epoch is published; read after it is seen).
+    _Atomic(ck_pool_task) task;
+    _Atomic(void *) context;
+    _Atomic size_t base;
+    /// Pieces of the current job finished.
+    _Alignas(64) _Atomic uint32_t done;
+    /// Workers asleep (or about to be) on `wake`.
+    _Alignas(64) _Atomic uint32_t sleepers;
+    _Atomic int stop;
+    pthread_mutex_t mutex;
+    pthread_cond_t wake;
+    /// The caller's last epoch, and how many more jobs it runs alone.
+    uint32_t epoch, solo;
+    size_t threads, workers;
+    ck_pool_share *shares;  // [threads]: 0 is the caller's
+    pthread_t *handles;     // [threads - 1]
+};
+
+#define CK_SHARE(epoch, next, end) (((uint64_t)(epoch) << 32) | ((uint64_t)(next) << 16) | (uint64_t)(end))
+
+static uint64_t pool_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/// Runs pieces of job `epoch` as thread `self`: its own share from the front, then the others'
+/// from the back, until none is left.
+static void pool_run_pieces(ck_pool *p, size_t self, uint32_t epoch) {
+    const ck_pool_task task = atomic_load_explicit(&p->task, memory_order_relaxed);
+    void *const context = atomic_load_explicit(&p->context, memory_order_relaxed);
+    const size_t base = atomic_load_explicit(&p->base, memory_order_relaxed);
+    // task/context/base may already be a newer job's: then the epochs in the shares no longer
+    // match and every claim below fails before anything runs.
+    for (size_t k = 0; k < p->threads; k++) {
+        const size_t t = (self + k) % p->threads;
+        _Atomic uint64_t *share = &p->shares[t].word;
+        uint64_t word = atomic_load(share);
+        for (;;) {
+            const uint32_t next = (uint32_t)(word >> 16) & 0xFFFFu, end = (uint32_t)word & 0xFFFFu;
+            if ((uint32_t)(word >> 32) != epoch || next >= end) break;
+            const uint64_t claimed = k == 0 ? CK_SHARE(epoch, next + 1, end) : CK_SHARE(epoch, next, end - 1);
+            if (atomic_compare_exchange_weak(share, &word, claimed)) {
+                task(context, base + (k == 0 ? next : end - 1));
+                atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+                word = atomic_load(share);
+            }
+        }
+    }
+}
+
+typedef struct {
+    ck_pool *pool;
+    size_t index;
+} ck_pool_worker_arg;
+
+static void *pool_worker(void *argument) {
+    ck_pool *p = ((ck_pool_worker_arg *)argument)->pool;
+    const size_t self = ((ck_pool_worker_arg *)argument)->index;
+    free(argument);
+    (void)ck_denormals_flush();
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t job = atomic_load(&p->job);
+        uint64_t since = 0;
+        unsigned spins = 0;
+        while (job == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+            CK_RELAX();
+            if (++spins % 64 == 0) {
+                const uint64_t now = pool_now_ns();
+                if (since == 0) {
+                    since = now;
+                } else if (now - since > CK_POOL_SPIN_NS) {
+                    pthread_mutex_lock(&p->mutex);
+                    atomic_fetch_add(&p->sleepers, 1);
+                    while (atomic_load(&p->job) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mutex);
+                    atomic_fetch_sub(&p->sleepers, 1);
+                    pthread_mutex_unlock(&p->mutex);
+                    since = 0;
+                }
+            }
+            job = atomic_load(&p->job);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = job;
+        pool_run_pieces(p, self, job);
+    }
+}
+
+ck_pool *ck_pool_create(size_t threads) {
+    if (threads < 2 || threads > 1024) return NULL;
+    ck_pool *p = calloc(1, sizeof(ck_pool));
+    if (!p) return NULL;
+    p->threads = threads;
+    p->shares = aligned_alloc(64, threads * sizeof(ck_pool_share));
+    p->handles = calloc(threads - 1, sizeof(pthread_t));
+    if (!p->shares || !p->handles || pthread_mutex_init(&p->mutex, NULL) != 0) {
+        free(p->shares);
+        free(p->handles);
+        free(p);
+        return NULL;
+    }
+    if (pthread_cond_init(&p->wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->mutex);
+        free(p->shares);
+        free(p->handles);
+        free(p);
+        return NULL;
+    }
+    for (size_t i = 0; i < threads; i++) atomic_init(&p->shares[i].word, 0);
+    for (size_t i = 1; i < threads; i++) {
+        ck_pool_worker_arg *argument = malloc(sizeof(ck_pool_worker_arg));
+        if (!argument) break;
+        argument->pool = p;
+        argument->index = i;
+        if (pthread_create(&p->handles[p->workers], NULL, pool_worker, argument) != 0) {
+            free(argument);
+            break;
+        }
+        p->workers++;
+    }
+    if (p->workers == 0) {
+        ck_pool_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+void ck_pool_destroy(ck_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mutex);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mutex);
+    for (size_t i = 0; i < p->workers; i++) pthread_join(p->handles[i], NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mutex);
+    free(p->shares);
+    free(p->handles);
+    free(p);
+}
+
+/// One job of at most 0xFFFF pieces: task(context, base + i).
+static void pool_run_job(ck_pool *p, ck_pool_task task, void *context, size_t base, uint32_t count) {
+    atomic_store_explicit(&p->task, task, memory_order_relaxed);
+    atomic_store_explicit(&p->context, context, memory_order_relaxed);
+    atomic_store_explicit(&p->base, base, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    if (++p->epoch == 0) p->epoch = 1;  // 0 means "no job yet"
+    // Thread t's share: pieces [t * count / threads, (t + 1) * count / threads) (the threads that
+    // are not running the job leave theirs to the others).
+    const size_t threads = p->workers + 1;
+    for (size_t t = 0; t < p->threads; t++) {
+        const uint32_t begin = t < threads ? (uint32_t)(t * count / threads) : count;
+        const uint32_t end = t < threads ? (uint32_t)((t + 1) * count / threads) : count;
+        atomic_store_explicit(&p->shares[t].word, CK_SHARE(p->epoch, begin, end), memory_order_relaxed);
+    }
+    atomic_store(&p->job, p->epoch);
+    if (atomic_load(&p->sleepers) != 0) {
+        pthread_mutex_lock(&p->mutex);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mutex);
+    }
+    pool_run_pieces(p, 0, p->epoch);
+    // Only pieces a worker claimed are left: wait for them (yielding if that takes a while, in
+    // case the worker shares this core). A long wait means the worker lost its core while it held a
+    // piece: the next jobs run on the caller alone, which is faster on a busy machine than
+    // waiting for the scheduler at every job.
+    unsigned spins = 0;
+    uint64_t since = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) != count) {
+        CK_RELAX();
+        if (++spins % 1024 == 0) {
+            const uint64_t now = pool_now_ns();
+            if (since == 0) since = now;
+            else if (now - since > CK_POOL_STALL_NS) p->solo = CK_POOL_SOLO_JOBS;
+            if (spins > 4096) sched_yield();
+        }
+    }
+}
+
+void ck_pool_run(ck_pool *p, ck_pool_task task, void *context, size_t count) {
+    if (count == 0) return;
+    if (!p || count == 1 || p->solo > 0) {
+        if (p && count > 1 && p->solo > 0) p->solo--;
+        for (size_t i = 0; i < count; i++) task(context, i);
+        return;
+    }
+    for (size_t base = 0; base < count; base += 0xFFFFu) {
+        const size_t left = count - base;
+        pool_run_job(p, task, context, base, left < 0xFFFFu ? (uint32_t)left : 0xFFFFu);
+    }
+}
