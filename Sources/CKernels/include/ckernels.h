@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The worker pool of multi-threaded invokes (pool.c). Included here so that existing builds, whose
+// module cache predates the header, see it too.
+#include "ckernels_pool.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
