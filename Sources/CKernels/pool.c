@@ -19,7 +19,7 @@
 #endif
 
 /// How long a worker spins for the next job before it sleeps.
-#define CK_POOL_SPIN_NS 1000000u
+#define CK_POOL_SPIN_NS 200000u
 /// A wait for workers' pieces this long means a worker was descheduled while it held a piece
 /// (the machine is busy): the caller then runs the next CK_POOL_SOLO_JOBS jobs alone.
 #define CK_POOL_STALL_NS 500000u

@@ -39,7 +39,7 @@ final class WorkPoolTests: XCTestCase {
         defer { ck_pool_destroy(pool) }
         for _ in 0..<5 {
             runJob(pool, count: 16)
-            Thread.sleep(forTimeInterval: 0.004)   // workers spin ~1 ms, then sleep until the next job
+            Thread.sleep(forTimeInterval: 0.004)   // workers spin 0.2 ms, then sleep until the next job
         }
     }
 
