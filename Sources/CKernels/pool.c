@@ -20,8 +20,9 @@
 
 /// How long a worker spins for the next job before it sleeps.
 #define CK_POOL_SPIN_NS 200000u
-/// A wait for workers' pieces this long means a worker was descheduled while it held a piece
-/// (the machine is busy): the caller then runs the next CK_POOL_SOLO_JOBS jobs alone.
+/// A wait for workers' pieces this long (and longer than the caller's own share took) means a worker
+/// was descheduled while it held a piece (the machine is busy): the caller then runs the next
+/// CK_POOL_SOLO_JOBS jobs alone.
 #define CK_POOL_STALL_NS 500000u
 #define CK_POOL_SOLO_JOBS 64u
 
@@ -199,11 +200,13 @@ static void pool_run_job(ck_pool *p, ck_pool_task task, void *context, size_t ba
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mutex);
     }
+    const uint64_t start = pool_now_ns();
     pool_run_pieces(p, 0, p->epoch);
     // Only pieces a worker claimed are left: wait for them (yielding if that takes a while, in
-    // case the worker shares this core). A long wait means the worker lost its core while it held a
-    // piece: the next jobs run on the caller alone, which is faster on a busy machine than
-    // waiting for the scheduler at every job.
+    // case the worker shares this core). A wait longer than CK_POOL_STALL_NS and than the caller's
+    // own work (a worker's last piece legitimately takes up to one piece's time) means the worker
+    // lost its core while it held a piece: the next jobs run on the caller alone, which is faster
+    // on a busy machine than waiting for the scheduler at every job.
     unsigned spins = 0;
     uint64_t since = 0;
     while (atomic_load_explicit(&p->done, memory_order_acquire) != count) {
@@ -211,7 +214,7 @@ static void pool_run_job(ck_pool *p, ck_pool_task task, void *context, size_t ba
         if (++spins % 1024 == 0) {
             const uint64_t now = pool_now_ns();
             if (since == 0) since = now;
-            else if (now - since > CK_POOL_STALL_NS) p->solo = CK_POOL_SOLO_JOBS;
+            else if (now - since > CK_POOL_STALL_NS && now - since > since - start) p->solo = CK_POOL_SOLO_JOBS;
             if (spins > 4096) sched_yield();
         }
     }

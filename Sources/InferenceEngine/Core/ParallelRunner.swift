@@ -16,7 +16,7 @@ import Synchronization
 /// it runs the next operators alone). Debian's libpthreadpool, used before, waits at every call for
 /// every worker to check in: while two compilers ran on this 2-core machine, a 2-thread invoke of
 /// tf2_mobilenet_v2 took 612 ms instead of 1.5 ms (this pool: 1.6 ms), and two processes invoking
-/// it at 2 threads each averaged 27 ms per invoke (this pool: 4.3 ms). The pool is
+/// it at 2 threads each averaged 27 ms per invoke (this pool: 5.7 ms). The pool is
 /// created in the background: starting its threads can take milliseconds (here 4–8 ms whenever
 /// the other core is busy: the new thread waits for a scheduler tick), and until it is ready the
 /// pieces run on the calling thread, so a model's first invoke does not wait for thread start-up.
