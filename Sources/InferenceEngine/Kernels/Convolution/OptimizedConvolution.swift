@@ -56,6 +56,15 @@ struct GemmSplit: Sendable {
 }
 
 extension KernelIO {
+    /// Runs `body(image, pixels, blocks)` for every piece of `split` in each of `batches` images.
+    func forEachGemmPiece(_ split: GemmSplit, batches: Int, _ body: (_ image: Int, _ pixels: Range<Int>, _ blocks: Range<Int>) -> Void) {
+        let perImage = split.piecesPerImage
+        parallel.forEach(perImage * batches) { piece in
+            let (pixels, blocks) = split.ranges(piece % perImage)
+            body(piece / perImage, pixels, blocks)
+        }
+    }
+
     /// Runs `body(image, rows)` for the output rows of each of `batches` images, each image's
     /// `rowCount` rows cut into `pieces` ranges (a split by shape only, so results do not depend on
     /// the thread count).
@@ -192,7 +201,6 @@ struct OptimizedConvFloatKernel: Kernel {
             }
             return
         }
-        let perImage = split.piecesPerImage
         packed.withUnsafeBufferPointer { weights in
             zeros.withUnsafeBufferPointer { zeros in
                 offsets.withUnsafeBufferPointer { offsets in
@@ -201,9 +209,7 @@ struct OptimizedConvFloatKernel: Kernel {
                     if let residual {
                         let source = io.input(residual.input, as: Float.self)
                         let residualStride = Int(geometry.out_h) * Int(geometry.out_w) * residual.channels
-                        io.parallel.forEach(perImage * batches) { piece in
-                            let n = piece / perImage
-                            let (pixels, blocks) = split.ranges(piece % perImage)
+                        io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                             var g = geometry
                             var r = ck_residual_f32(data: source + n * residualStride, channels: Int32(residual.channels),
                                                     before: Int32(residual.before), lo: residual.lo, hi: residual.hi)
@@ -213,9 +219,7 @@ struct OptimizedConvFloatKernel: Kernel {
                         }
                         return
                     }
-                    io.parallel.forEach(perImage * batches) { piece in
-                        let n = piece / perImage
-                        let (pixels, blocks) = split.ranges(piece % perImage)
+                    io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                         var g = geometry
                         ck_conv_f32(isa, &g, input + n * inputStride, w, output + n * outputStride,
                                     Int32(pixels.lowerBound), Int32(pixels.upperBound),

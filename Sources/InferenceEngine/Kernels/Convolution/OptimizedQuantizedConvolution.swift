@@ -214,16 +214,13 @@ struct OptimizedQuantizedConvKernel: Kernel {
                 }
             }
         }
-        let perImage = split.piecesPerImage
         params.withUnsafeBufferPointer { params in
             guard let p = params.baseAddress else { return }
             if bytePath {
                 packed8.withUnsafeBufferPointer { weights in
                     pad8.withUnsafeBufferPointer { pad in
                         guard let w = weights.baseAddress, let z = pad.baseAddress else { return }
-                        io.parallel.forEach(perImage * batches) { piece in
-                            let n = piece / perImage
-                            let (pixels, blocks) = split.ranges(piece % perImage)
+                        io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                             var image = (input + n * inputStride).assumingMemoryBound(to: UInt8.self)
                             var sums: UnsafePointer<Int32>?
                             if imageScratch > 0, let scratch {
@@ -244,9 +241,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
                 packed16.withUnsafeBufferPointer { weights in
                     zeros16.withUnsafeBufferPointer { zeros in
                         guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
-                        io.parallel.forEach(perImage * batches) { piece in
-                            let n = piece / perImage
-                            let (pixels, blocks) = split.ranges(piece % perImage)
+                        io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                             var g = geometry
                             var out = output
                             ck_conv_q8(isa, &g, (scratch + n * imageScratch).assumingMemoryBound(to: Int16.self), w, p, &out,
@@ -274,13 +269,10 @@ struct OptimizedQuantizedConvKernel: Kernel {
             ck_conv_q8r_convert_input(&g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, Int32(range.lowerBound),
                                       Int32(range.upperBound), (scratch + n * imageScratch).assumingMemoryBound(to: UInt8.self))
         }
-        let perImage = split.piecesPerImage
         params.withUnsafeBufferPointer { params in
             packed8.withUnsafeBufferPointer { weights in
                 guard let p = params.baseAddress, let w = weights.baseAddress else { return }
-                io.parallel.forEach(perImage * batches) { piece in
-                    let n = piece / perImage
-                    let (pixels, blocks) = split.ranges(piece % perImage)
+                io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                     var g = geometry
                     var out = output
                     ck_conv_q8r(&g, UnsafeRawPointer(scratch + n * imageScratch).assumingMemoryBound(to: UInt8.self), w, p, &out, isSigned ? 1 : 0,
