@@ -76,6 +76,12 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (7, 7, 24, 200, 1, 1, 1, .valid, .relu),
             (3, 3, 40, 100, 3, 1, 1, .same, .none),
             (4, 4, 300, 72, 1, 1, 1, .valid, .none),
+            // 1×1 with 4, 8 or 16 input channels and at most 4 column blocks (AVX-512: the weights
+            // held in registers, groups of 8 pixels and a tail; 13 × 9 pixels is not a multiple of 8).
+            (13, 9, 8, 16, 1, 1, 1, .valid, .relu6),
+            (13, 9, 16, 40, 1, 1, 1, .valid, .none),
+            (5, 9, 4, 12, 1, 1, 1, .valid, .relu),
+            (6, 7, 16, 100, 1, 1, 1, .valid, .none),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])
