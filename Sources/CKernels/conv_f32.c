@@ -492,9 +492,12 @@ CK_TARGET_AVX512
 /// weights (the caller offsets `ptrs`); unless `first`, the tile starts from the partial sums stored
 /// in `c` instead of the bias; unless `last`, it stores them back unclamped. The FMAs of every
 /// output run in the same order either way, so the results are bitwise those of one pass.
-static void tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, int32_t stride, int32_t taps, int32_t k,
-                             const float *w0, const float *w1, float *c, int32_t ldc, float lo, float hi,
-                             int32_t k0, int first, int last) {
+///
+/// `pf` (may be NULL): a stream of lines to bring into L2 for a later layer, one per reduction step
+/// while lines are left before `pf_end`; returns where the stream stands after the tile.
+static const char *tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, int32_t stride, int32_t taps, int32_t k,
+                                    const float *w0, const float *w1, float *c, int32_t ldc, float lo, float hi,
+                                    int32_t k0, int first, int last, const char *pf, const char *pf_end) {
     const __mmask16 mask1 = (__mmask16)((1u << nr1) - 1u);
     __m512 x0 = _mm512_loadu_ps(w0), y0 = _mm512_loadu_ps(w1);
     __m512 x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, y1 = y0, y2 = y0, y3 = y0, y4 = y0, y5 = y0;
@@ -511,6 +514,10 @@ static void tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, 
         const float *const *p = ptrs + (size_t)t * stride;
         const float *a0 = p[0], *a1 = p[1], *a2 = p[2], *a3 = p[3], *a4 = p[4], *a5 = p[5];
         for (int32_t i = 0; i < k; i++) {
+            if (pf < pf_end) {
+                _mm_prefetch(pf, _MM_HINT_T1);
+                pf += 64;
+            }
             const __m512 b0 = _mm512_loadu_ps(w0), b1 = _mm512_loadu_ps(w1);
             w0 += CK_F32_NR;
             w1 += CK_F32_NR;
@@ -529,7 +536,7 @@ static void tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, 
             _mm512_storeu_ps(c + (size_t)m * ldc, xs[m]);
             _mm512_mask_storeu_ps(c + (size_t)m * ldc + CK_F32_NR, mask1, ys[m]);
         }
-        return;
+        return pf;
     }
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
     for (int32_t m = 0; m < mr; m++) {
@@ -537,6 +544,7 @@ static void tile_avx512_wide(int32_t mr, int32_t nr1, const float *const *ptrs, 
         _mm512_storeu_ps(dst, _mm512_min_ps(_mm512_max_ps(xs[m], vlo), vhi));
         _mm512_mask_storeu_ps(dst + CK_F32_NR, mask1, _mm512_min_ps(_mm512_max_ps(ys[m], vlo), vhi));
     }
+    return pf;
 }
 
 /// A direct 1×1 convolution with a short reduction (K = 4, 8 or 16 input channels) and one column
@@ -614,7 +622,7 @@ static int32_t conv_kblocked_avx512(int32_t isa, const ck_conv_geometry *g, cons
                 const int32_t mr = ck_min(6, p1 - p);
                 for (int32_t m = 0; m < 6; m++) ptrs[m] = input + (size_t)(p + (m < mr ? m : 0)) * k + k0;
                 tile_avx512_wide(mr, CK_F32_NR, ptrs, 6, 1, kc, w0, w0 + block_stride, output + (size_t)p * out_c + (size_t)b * CK_F32_NR,
-                                 out_c, lo, hi, k0, k0 == 0, last);
+                                 out_c, lo, hi, k0, k0 == 0, last, NULL, NULL);
                 if (last && residual && b + 2 == full) {
                     ck_residual_add_f32(isa, residual, output, out_c, pending_p, pending_end, b0 * CK_F32_NR, full * CK_F32_NR);
                     pending_p = p;
@@ -740,10 +748,32 @@ void ck_conv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, con
                          out_min, out_max, zeros, offsets, NULL);
 }
 
+static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                         float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                         int32_t block_end, float out_min, float out_max, const float *zeros,
+                         const int32_t *offsets, const ck_residual_f32 *residual, const char *pf, const char *pf_end);
+
 void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
                           float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
                           int32_t block_end, float out_min, float out_max, const float *zeros,
                           const int32_t *offsets, const ck_residual_f32 *residual) {
+    conv_f32_run(isa, g, input, packed, output, pixel_begin, pixel_end, block_begin, block_end, out_min, out_max, zeros,
+                 offsets, residual, NULL, NULL);
+}
+
+void ck_conv_f32_prefetching(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                             float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                             int32_t block_end, float out_min, float out_max, const float *zeros,
+                             const int32_t *offsets, const void *prefetch, size_t prefetch_bytes) {
+    const char *pf = (const char *)prefetch;
+    conv_f32_run(isa, g, input, packed, output, pixel_begin, pixel_end, block_begin, block_end, out_min, out_max, zeros,
+                 offsets, NULL, pf, pf ? pf + prefetch_bytes : NULL);
+}
+
+static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                         float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                         int32_t block_end, float out_min, float out_max, const float *zeros,
+                         const int32_t *offsets, const ck_residual_f32 *residual, const char *pf, const char *pf_end) {
     if (g->k_h * g->k_w <= 0 || g->k_h * g->k_w > CK_MAX_TAPS || g->out_w <= 0 || pixel_begin >= pixel_end) return;
     const int rowwise = ck_conv_f32_row_taps(g) != 0;
     const int32_t taps = rowwise ? g->k_h : g->k_h * g->k_w, k = rowwise ? g->k_w * g->in_c : g->in_c;
@@ -764,6 +794,8 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
 #else
     (void)isa;
     (void)wide;
+    (void)pf;
+    (void)pf_end;
 #endif
     const size_t block_stride = (size_t)CK_F32_NR * (1 + (size_t)taps * k);
     const float *ptrs[CK_MAX_TAPS * CK_MAX_MR];
@@ -830,11 +862,11 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                 const int32_t nr1 = ck_min(CK_F32_NR, g->out_c - (b + 1) * CK_F32_NR);
                 const float *w0 = packed + (size_t)b * block_stride;
                 float *dst = output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR;
-                tile_avx512_wide(ck_min(mr, 6), nr1, ptrs, mr_cap, taps, k, w0, w0 + block_stride, dst, g->out_c, out_min, out_max,
-                                 0, 1, 1);
+                pf = tile_avx512_wide(ck_min(mr, 6), nr1, ptrs, mr_cap, taps, k, w0, w0 + block_stride, dst, g->out_c, out_min,
+                                      out_max, 0, 1, 1, pf, pf_end);
                 if (mr > 6)
-                    tile_avx512_wide(mr - 6, nr1, ptrs + 6, mr_cap, taps, k, w0, w0 + block_stride, dst + 6 * (size_t)g->out_c,
-                                     g->out_c, out_min, out_max, 0, 1, 1);
+                    pf = tile_avx512_wide(mr - 6, nr1, ptrs + 6, mr_cap, taps, k, w0, w0 + block_stride,
+                                          dst + 6 * (size_t)g->out_c, g->out_c, out_min, out_max, 0, 1, 1, pf, pf_end);
                 b += 2;
                 continue;
             }
@@ -857,14 +889,26 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
 // ---- first layers: 3 input channels, stride 2 along x (see ckernels.h) ----
 //
 // Vectorized over 16 output pixels of a row instead of over output channels: the 16 pixels' inputs
-// for one filter tap (ky, kx, c) sit 6 floats apart in the input row (stride 2 × 3 channels), so
-// the row segment they span (7 vectors) is split once per filter row into its 6 phases
-// (P_r[j] = seg[6j + r], three two-source permutes and two blends each); phase r shifted by one
-// or two pixels serves the taps at 6 + r and 12 + r. Each tap is then one FMA per output channel
-// with the weight broadcast, where the channel-vectorized GEMM wastes lanes (8 channels) and
-// spends its time on per-tap pointers. The accumulators ([channel][pixel]) are transposed to NHWC
-// in registers. Every output is bias + its taps in (ky, kx, c) order; rows outside the image are
-// skipped (the GEMM adds their zero products: only a -0.0 sum can differ, by sign).
+// for one filter tap (ky, kx, c) sit 6 floats apart in the input row (stride 2 × 3 channels). So
+// each input row is split once into 6 planes, (column parity p, channel c): Q_pc[j] is channel c of
+// input column 2j + p - pad_left (zero outside the row), and tap (kx, c) of output pixels
+// ox..ox + 15 is Q_(kx & 1)c[ox + kx / 2 ...], one unaligned load. A row's planes depend neither
+// on the output row nor on the filter row reading them, so they are built once and kept in a ring
+// of k_h rows on the stack for the next output rows (stride 2 along y: each input row serves ~1.5
+// output rows) instead of rebuilt with permutes per block and filter row: the shuffles, on the
+// port the FMAs also need, were about as many as the FMAs. Rows too wide for the ring go in strips.
+// Each tap is then one FMA per output channel with the weight broadcast, where the channel-
+// vectorized GEMM wastes lanes (8 channels) and spends its time on per-tap pointers. The
+// accumulators ([channel][pixel]) are transposed to NHWC in registers. Every output is bias + its
+// taps in (ky, kx, c) order; rows outside the image are skipped (the GEMM adds their zero
+// products: only a -0.0 sum can differ, by sign).
+
+/// Floats of the planes' ring (24 KiB of stack): k_h input rows of 6 planes, one strip wide.
+#ifndef C3S2_RING_FLOATS
+#define C3S2_RING_FLOATS 6144
+#endif
+/// Floats of the repacked weights (64 output channels, 7 × 5 taps of 3 channels: 26 KiB of stack).
+#define C3S2_WEIGHT_FLOATS (64 * 7 * 5 * 3)
 
 int32_t ck_conv_c3s2_supported(const ck_conv_geometry *g) {
     return g->in_c == 3 && g->stride_w == 2 && g->dil_w == 1 && (g->k_w == 3 || g->k_w == 5) &&
@@ -885,99 +929,169 @@ void c3s2_store8(const __m512 *a, float *out, int32_t stride, int32_t n) {
     u[2] = _mm512_shuffle_ps(t1, t3, 0x44); u[3] = _mm512_shuffle_ps(t1, t3, 0xEE);
     u[4] = _mm512_shuffle_ps(t4, t6, 0x44); u[5] = _mm512_shuffle_ps(t4, t6, 0xEE);
     u[6] = _mm512_shuffle_ps(t5, t7, 0x44); u[7] = _mm512_shuffle_ps(t5, t7, 0xEE);
-    CK_UNROLL for (int i = 0; i < 4; i++) {
-        // [pixel i | pixel 4 + i] and [pixel 8 + i | pixel 12 + i], 8 channels each.
-        const __m512 lo = _mm512_shuffle_f32x4(u[i], u[4 + i], 0x44), hi = _mm512_shuffle_f32x4(u[i], u[4 + i], 0xEE);
-        const __m512 v0 = _mm512_shuffle_f32x4(lo, lo, 0xD8), v1 = _mm512_shuffle_f32x4(hi, hi, 0xD8);
-        if (i < n) _mm256_storeu_ps(out + (size_t)i * stride, _mm512_castps512_ps256(v0));
-        if (4 + i < n) _mm256_storeu_ps(out + (size_t)(4 + i) * stride, _mm512_extractf32x8_ps(v0, 1));
-        if (8 + i < n) _mm256_storeu_ps(out + (size_t)(8 + i) * stride, _mm512_castps512_ps256(v1));
-        if (12 + i < n) _mm256_storeu_ps(out + (size_t)(12 + i) * stride, _mm512_extractf32x8_ps(v1, 1));
+    // The compiler would fold the extracts below into the shuffles above, as 128-bit shuffles of
+    // extracted chunks (an extract to a register is a port-5 uop): keep u opaque.
+    CK_UNROLL for (int i = 0; i < 8; i++) __asm__("" : "+v"(u[i]));
+    // Each chunk stored on its own: a 128-bit extract to memory is a store (no shuffle uop), where
+    // pairing the chunks into 256-bit pixels takes 8 more shuffles on the FMAs' port 5.
+    // (The chunk index of an extract must be a literal, hence the macro.)
+#define C3S2_STORE_CHUNK(k)                                                               \
+    CK_UNROLL for (int i = 0; i < 4; i++) {                                               \
+        if (4 * (k) + i < n) {                                                            \
+            float *p = out + (size_t)(4 * (k) + i) * stride;                              \
+            _mm_storeu_ps(p, _mm512_extractf32x4_ps(u[i], k));                            \
+            _mm_storeu_ps(p + 4, _mm512_extractf32x4_ps(u[4 + i], k));                    \
+        }                                                                                 \
     }
+    C3S2_STORE_CHUNK(0) C3S2_STORE_CHUNK(1) C3S2_STORE_CHUNK(2) C3S2_STORE_CHUNK(3)
+#undef C3S2_STORE_CHUNK
 }
 
-/// The phases of every filter row of one block of 16 output pixels (row oy from ox0):
-/// ph[ky * 15 + o] serves tap offset o = kx * 3 + c; valid[ky] says whether the filter row is in the image.
+/// 16 columns of the 6 planes of one input row (`row_floats` floats) from input column xs (plane
+/// column j of parity p: input column xs + 2j + p): q[(3p + c) * wp + j].
 CK_TARGET_AVX512 CK_INLINE
-void c3s2_phases(const ck_conv_geometry *g, const float *input, int32_t oy, int32_t ox0, __m512 *ph, int *valid, const int KW) {
-    const int32_t row_floats = g->in_w * 3, xs = ox0 * 2 - g->pad_left;
+void c3s2_planes16(const float *row, int32_t row_floats, int32_t xs, float *q, int32_t wp) {
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i six = _mm512_mullo_epi32(lane, _mm512_set1_epi32(6));
-    for (int32_t ky = 0; ky < g->k_h; ky++) {
-        const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-        valid[ky] = iy >= 0 && iy < g->in_h;
-        if (!valid[ky]) continue;
-        const float *row = input + (size_t)iy * row_floats;
-        // seg[e] = row[xs * 3 + e] for e in [0, 112), zero outside the row.
-        __m512 seg[7];
-        CK_UNROLL for (int t = 0; t < 7; t++) {
-            const __m512i e = _mm512_add_epi32(lane, _mm512_set1_epi32(xs * 3 + 16 * t));
+    // seg[e] = row[xs * 3 + e] for e in [0, 96): 32 input pixels, zero outside the row.
+    const float *src = row + (ptrdiff_t)xs * 3;
+    __m512 seg[6];
+    if (xs >= 0 && (xs + 32) * 3 <= row_floats) {
+        CK_UNROLL for (int v = 0; v < 6; v++) seg[v] = _mm512_loadu_ps(src + 16 * v);
+    } else {
+        CK_UNROLL for (int v = 0; v < 6; v++) {
+            const __m512i e = _mm512_add_epi32(lane, _mm512_set1_epi32(xs * 3 + 16 * v));
             const __mmask16 m = _mm512_cmpge_epi32_mask(e, _mm512_setzero_si512()) &
                                 _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(row_floats));
-            seg[t] = _mm512_maskz_loadu_ps(m, row + xs * 3 + 16 * t);
+            seg[v] = _mm512_maskz_loadu_ps(m, src + 16 * v);
         }
-        __m512 *out = ph + ky * 15;
-        CK_UNROLL for (int r = 0; r < 6; r++) {
-            const __m512i at = _mm512_add_epi32(six, _mm512_set1_epi32(r));  // seg index 6j + r
-            const __m512i idx = _mm512_and_si512(at, _mm512_set1_epi32(31));
-            const __mmask16 mb = _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(32));
-            const __mmask16 mc = _mm512_cmpge_epi32_mask(at, _mm512_set1_epi32(64));
-            __m512 p = _mm512_permutex2var_ps(seg[0], idx, seg[1]);
-            p = _mm512_mask_mov_ps(p, mb, _mm512_permutex2var_ps(seg[2], idx, seg[3]));
-            p = _mm512_mask_mov_ps(p, mc, _mm512_permutex2var_ps(seg[4], idx, seg[5]));
-            out[r] = p;
-            // seg[96 + r], seg[102 + r]: the pixels after the block, for the shifted phases.
-            const __m512i next = _mm512_permutexvar_epi32(_mm512_setr_epi32(r, 6 + r, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-                                                          _mm512_castps_si512(seg[6]));
-            if (6 + r < 3 * KW) out[6 + r] = _mm512_castsi512_ps(_mm512_alignr_epi32(next, _mm512_castps_si512(p), 1));
-            if (12 + r < 3 * KW) out[12 + r] = _mm512_castsi512_ps(_mm512_alignr_epi32(next, _mm512_castps_si512(p), 2));
+    }
+    // Channels first, per 16 pixels (seg[48h + 3k + c], k < 16): floats 3k + c < 32 come from
+    // the first two vectors, the rest from the third: two permutes, all on port 5 (a three-way
+    // blend before one permute costs as much and takes port 0 from the FMAs too). Then the
+    // column parities of the 32 pixels: one permute per plane, 18 in all for 16 plane columns.
+    __m512 ch[2][3];
+    CK_UNROLL for (int c = 0; c < 3; c++) {
+        const __m512i idx = _mm512_and_si512(_mm512_add_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(3)),
+                                                              _mm512_set1_epi32(c)), _mm512_set1_epi32(31));
+        const __mmask16 hi = (__mmask16)(0xFFFF << ((34 - c) / 3));  // lanes with 3k + c >= 32
+        CK_UNROLL for (int h = 0; h < 2; h++) {
+            const __m512 lo2 = _mm512_permutex2var_ps(seg[3 * h], idx, seg[3 * h + 1]);
+            ch[h][c] = _mm512_mask_permutexvar_ps(lo2, hi, idx, seg[3 * h + 2]);  // idx & 15 = 3k + c - 32
         }
+    }
+    CK_UNROLL for (int p = 0; p < 2; p++) {
+        const __m512i idx = _mm512_add_epi32(_mm512_add_epi32(lane, lane), _mm512_set1_epi32(p));
+        CK_UNROLL for (int c = 0; c < 3; c++)
+            _mm512_store_ps(q + (size_t)(3 * p + c) * wp, _mm512_permutex2var_ps(ch[0][c], idx, ch[1][c]));
     }
 }
 
-/// Output channels [oc0, oc0 + 8 * G8) of the block whose phases are `ph`: n pixels stored.
+/// Blocks of 16 pixels per pass: each broadcast weight then feeds two FMAs (one per block), where
+/// with one block the broadcasts (a load each) and the taps' loads outnumber the FMAs.
+#define C3S2_NP 2
+
+/// Output channels [oc0, oc0 + 8) of NP blocks of 16 pixels from plane column j0 of the rows whose
+/// planes are q[ky] (NULL: filter row outside the image): n pixels stored at `out`. `wk` holds the
+/// group's weights as [ky][kx * 3 + c][8 channels].
 CK_TARGET_AVX512 CK_INLINE
-void c3s2_block(const ck_conv_geometry *g, const __m512 *ph, const int *valid, const float *filter, const float *bias,
-                float *out, int32_t oy, int32_t ox0, int32_t n, int32_t oc0, __m512 vlo, __m512 vhi, const int KW, const int G8) {
-    __m512 acc[16];
-    CK_UNROLL for (int o = 0; o < 8 * G8; o++) acc[o] = _mm512_set1_ps(bias ? bias[oc0 + o] : 0.0f);
-    const size_t w_oc = (size_t)g->k_h * KW * 3;  // floats between output channels
+void c3s2_block(const ck_conv_geometry *g, const float *const *q, int32_t wp, const float *wk, const float *bias,
+                float *out, int32_t j0, int32_t n, int32_t oc0, __m512 vlo, __m512 vhi, const int KW, const int NP) {
+    __m512 acc[C3S2_NP][8];
+    CK_UNROLL for (int o = 0; o < 8; o++) {
+        const __m512 b = _mm512_set1_ps(bias ? bias[oc0 + o] : 0.0f);
+        CK_UNROLL for (int p = 0; p < NP; p++) acc[p][o] = b;
+    }
     for (int32_t ky = 0; ky < g->k_h; ky++) {
-        if (!valid[ky]) continue;
-        const float *w = filter + ((size_t)oc0 * g->k_h + ky) * KW * 3;
+        if (!q[ky]) continue;
+        const float *w = wk + (size_t)ky * KW * 3 * 8;
+        const float *x0 = q[ky] + j0;
         CK_UNROLL for (int o = 0; o < 3 * KW; o++) {
-            const __m512 x = ph[ky * 15 + o];
-            CK_UNROLL for (int c = 0; c < 8 * G8; c++)
-                acc[c] = _mm512_fmadd_ps(x, _mm512_set1_ps(w[(size_t)c * w_oc + o]), acc[c]);
+            const int kx = o / 3, c = o % 3;
+            __m512 x[C3S2_NP];
+            CK_UNROLL for (int p = 0; p < NP; p++) x[p] = _mm512_loadu_ps(x0 + (size_t)((kx & 1) * 3 + c) * wp + kx / 2 + 16 * p);
+            CK_UNROLL for (int oc = 0; oc < 8; oc++) {
+                const __m512 wv = _mm512_set1_ps(w[o * 8 + oc]);
+                CK_UNROLL for (int p = 0; p < NP; p++) acc[p][oc] = _mm512_fmadd_ps(x[p], wv, acc[p][oc]);
+            }
         }
     }
-    CK_UNROLL for (int o = 0; o < 8 * G8; o++) acc[o] = _mm512_min_ps(_mm512_max_ps(acc[o], vlo), vhi);
-    float *dst = out + ((size_t)oy * g->out_w + ox0) * g->out_c + oc0;
-    c3s2_store8(acc, dst, g->out_c, n);
-    if (G8 == 2) c3s2_store8(acc + 8, dst + 8, g->out_c, n);
+    CK_UNROLL for (int p = 0; p < NP; p++) {
+        CK_UNROLL for (int o = 0; o < 8; o++) acc[p][o] = _mm512_min_ps(_mm512_max_ps(acc[p][o], vlo), vhi);
+        c3s2_store8(acc[p], out + (size_t)16 * p * g->out_c, g->out_c, ck_min(16, n - 16 * p));
+    }
 }
 
 CK_TARGET_AVX512
 static void c3s2_rows(const ck_conv_geometry *g, const float *input, const float *filter, const float *bias, float *output,
                       int32_t row_begin, int32_t row_end, float lo, float hi) {
     const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-    __m512 ph[7 * 15];
-    int valid[7];
-    for (int32_t oy = row_begin; oy < row_end; oy++) {
-        for (int32_t ox0 = 0; ox0 < g->out_w; ox0 += 16) {
-            const int32_t n = ck_min(16, g->out_w - ox0);
-            if (g->k_w == 3) c3s2_phases(g, input, oy, ox0, ph, valid, 3);
-            else c3s2_phases(g, input, oy, ox0, ph, valid, 5);
-            for (int32_t oc0 = 0; oc0 < g->out_c;) {
-                const int two = g->out_c - oc0 >= 16;
-                if (g->k_w == 3) {
-                    if (two) c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 3, 2);
-                    else c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 3, 1);
-                } else {
-                    if (two) c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 5, 2);
-                    else c3s2_block(g, ph, valid, filter, bias, output, oy, ox0, n, oc0, vlo, vhi, 5, 1);
+    float ring[C3S2_RING_FLOATS] __attribute__((aligned(64)));
+    const int32_t row_floats = g->in_w * 3;
+    // The weights repacked per 8 output channels as [ky][tap][channel]: each broadcast is then at a
+    // fixed offset from one pointer, where the op's [out_c][k_h][k_w][3] layout needs a pointer per
+    // channel (k_h is not a constant), which the compiler spills and reloads, a load per FMA on top
+    // of the broadcast.
+    float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
+    const int32_t taps3 = g->k_h * g->k_w * 3;
+    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8)
+        for (int32_t t = 0; t < taps3; t++)
+            for (int32_t oc = 0; oc < 8; oc++) wk[(size_t)oc0 * taps3 + (size_t)t * 8 + oc] = filter[(size_t)(oc0 + oc) * taps3 + t];
+    // Strip width in output pixels: a ring row is 6 planes of the strip + 16 columns (taps at
+    // kx >= 2 read one or two columns past the strip's last block).
+    const int32_t strip = ((C3S2_RING_FLOATS / (6 * g->k_h)) & ~15) - 16;
+    for (int32_t x0 = 0; x0 < g->out_w; x0 += strip) {
+        const int32_t sw = ck_min(strip, g->out_w - x0);
+        const int32_t nb = (sw + 15) / 16, chunks = nb + 1, wp = 16 * chunks;
+        int32_t held[7];  // the input row in each ring slot, -1: none
+        for (int32_t s = 0; s < g->k_h; s++) held[s] = -1;
+        for (int32_t oy = row_begin; oy < row_end; oy++) {
+            const float *q[7];
+            uint32_t used = 0;  // slots holding this output row's input rows
+            for (int32_t ky = 0; ky < g->k_h; ky++) {
+                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+                q[ky] = NULL;
+                if (iy < 0 || iy >= g->in_h) continue;
+                for (int32_t s = 0; s < g->k_h; s++)
+                    if (held[s] == iy) { q[ky] = ring + (size_t)s * 6 * wp; used |= 1u << s; break; }
+            }
+            // The rows not in the ring go in slots no filter row of this output row reads (k_h
+            // slots for at most k_h rows: there is always one).
+            const float *fresh[7];  // their input rows
+            float *fresh_q[7];
+            int32_t nf = 0;
+            for (int32_t ky = 0; ky < g->k_h; ky++) {
+                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+                if (iy < 0 || iy >= g->in_h || q[ky]) continue;
+                const int32_t s = __builtin_ctz(~used);
+                used |= 1u << s;
+                held[s] = iy;
+                fresh[nf] = input + (size_t)iy * row_floats;
+                fresh_q[nf++] = ring + (size_t)s * 6 * wp;
+                q[ky] = ring + (size_t)s * 6 * wp;
+            }
+            // Their planes, the whole strip (building them block by block among the FMAs, to mix
+            // the permutes with those, measured no faster).
+            const int32_t xs0 = 2 * x0 - g->pad_left;
+            for (int32_t f = 0; f < nf; f++)
+                for (int32_t t = 0; t < chunks; t++)
+                    c3s2_planes16(fresh[f], row_floats, xs0 + 32 * t, fresh_q[f] + 16 * t, wp);
+            for (int32_t b = 0; b < nb;) {
+                const int32_t np = ck_min(C3S2_NP, nb - b), j0 = 16 * b;
+                const int32_t n = sw - j0;
+                float *dst = output + ((size_t)oy * g->out_w + x0 + j0) * g->out_c;
+                for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8) {
+                    const float *w = wk + (size_t)oc0 * taps3;
+#define C3S2_BLOCK(KW, NP) c3s2_block(g, q, wp, w, bias, dst + oc0, j0, n, oc0, vlo, vhi, KW, NP)
+                    if (g->k_w == 3) {
+                        if (np == 2) C3S2_BLOCK(3, 2);
+                        else C3S2_BLOCK(3, 1);
+                    } else {
+                        if (np == 2) C3S2_BLOCK(5, 2);
+                        else C3S2_BLOCK(5, 1);
+                    }
+#undef C3S2_BLOCK
                 }
-                oc0 += two ? 16 : 8;
+                b += np;
             }
         }
     }

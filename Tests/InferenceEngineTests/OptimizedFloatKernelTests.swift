@@ -69,6 +69,8 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (8, 37, 3, 8, 3, 2, 1, .valid, .relu6),
             (11, 40, 3, 24, 5, 2, 1, .same, .relu),
             (6, 35, 3, 40, 3, 2, 1, .same, .none),
+            // 351 output columns: wider than the planes' ring holds at once (two strips).
+            (3, 701, 3, 16, 3, 2, 1, .same, .relu6),
             // 1×1 with a long reduction: K blocking over a pair of column blocks, the last block whole.
             (5, 7, 300, 40, 1, 1, 1, .valid, .relu),
             // Fewer pixel tiles than pieces wanted and more channel-block pairs: the work is cut

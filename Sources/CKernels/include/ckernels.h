@@ -114,6 +114,15 @@ void ck_conv_f32_residual(int32_t isa, const ck_conv_geometry *g, const float *i
                           int32_t block_end, float out_min, float out_max, const float *zeros,
                           const int32_t *offsets, const ck_residual_f32 *residual);
 
+/// ck_conv_f32 that also brings the `prefetch_bytes` bytes from `prefetch` into L2, one 64-byte line
+/// per reduction step of its AVX-512 1×1 tiles (as many as it has; the rest are left): the weights
+/// of a later, memory-bound layer loaded while this compute-bound one runs (see WeightPrefetch).
+/// Prefetches never fault and do not change any result. `prefetch` may be NULL.
+void ck_conv_f32_prefetching(int32_t isa, const ck_conv_geometry *g, const float *input, const float *packed,
+                             float *output, int32_t pixel_begin, int32_t pixel_end, int32_t block_begin,
+                             int32_t block_end, float out_min, float out_max, const float *zeros,
+                             const int32_t *offsets, const void *prefetch, size_t prefetch_bytes);
+
 /// The residual step alone over pixels [pixel_begin, pixel_end) and channels [c_begin, c_end) of
 /// an output with out_c channels per pixel (in place).
 void ck_residual_add_f32(int32_t isa, const ck_residual_f32 *residual, float *output, int32_t out_c,

@@ -66,6 +66,9 @@ public final class Model: @unchecked Sendable {
     public let peakLiveByteCount: Int
     /// Bytes of persistent state (variable tensors) each interpreter allocates.
     public let variableByteCount: Int
+    /// Node indices of each operator that brings a later one's weights into L2 as it runs, at 1
+    /// thread (``WeightPrefetch``): `host` prefetches `target`'s packed weights.
+    public let weightPrefetches: [(host: Int, target: Int)]
 
     let tensors: [TensorInfo]
     let nodes: [Node]
@@ -176,6 +179,9 @@ public final class Model: @unchecked Sendable {
                 }
             }
         }
+
+        // A memory-bound layer's weights are prefetched by a compute-bound one before it.
+        weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
 
         // Plan the arena over the remaining nodes.
         let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { ($0.inputs, $0.outputs, $0.scratch) }, options: options)

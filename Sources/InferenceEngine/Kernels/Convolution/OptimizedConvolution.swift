@@ -127,6 +127,9 @@ struct OptimizedConvFloatKernel: Kernel {
     /// A first layer ck_conv_c3s2_f32 runs (3 input channels, stride 2 along x; AVX-512): the op's
     /// own weights and bias, copied; nil otherwise.
     let firstLayer: (filter: [Float], bias: [Float]?)?
+    /// The packed weights of a later layer this one brings into L2 as it runs (``WeightPrefetch``;
+    /// the same storage as that layer's, shared), nil for none.
+    var prefetch: [Float]?
 
     /// Weights [out_c][k_h][k_w][in_c] (and the bias, or zeros) packed for the implicit-GEMM kernels.
     static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?) -> [Float] {
@@ -216,6 +219,22 @@ struct OptimizedConvFloatKernel: Kernel {
                             ck_conv_f32_residual(isa, &g, input + n * inputStride, w, output + n * outputStride,
                                                  Int32(pixels.lowerBound), Int32(pixels.upperBound),
                                                  Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z, table, &r)
+                        }
+                        return
+                    }
+                    if let prefetch, io.parallel.threadCount == 1 {
+                        // One thread runs the pieces in order: piece i prefetches the i-th share of the lines.
+                        prefetch.withUnsafeBytes { lines in
+                            let pieces = split.piecesPerImage * batches
+                            for piece in 0..<pieces {
+                                let (pixels, blocks) = split.ranges(piece % split.piecesPerImage), n = piece / split.piecesPerImage
+                                let start = lines.count * piece / pieces, end = lines.count * (piece + 1) / pieces
+                                var g = geometry
+                                ck_conv_f32_prefetching(isa, &g, input + n * inputStride, w, output + n * outputStride,
+                                                        Int32(pixels.lowerBound), Int32(pixels.upperBound),
+                                                        Int32(blocks.lowerBound), Int32(blocks.upperBound), floatMin, floatMax, z, table,
+                                                        lines.baseAddress.map { $0 + start }, end - start)
+                            }
                         }
                         return
                     }
