@@ -649,7 +649,7 @@ static void residual_portable(const ck_residual_f32 *r, float *output, int32_t o
     const int32_t lo_c = r->before, hi_c = r->before + r->channels;
     for (int32_t p = p0; p < p1; p++) {
         float *o = output + (size_t)p * out_c;
-        const float *row = r->data + (size_t)p * r->channels;
+        const float *row = r->data + (size_t)p * r->pixel_stride;
         for (int32_t j = c0; j < c1; j++) {
             const float x = j >= lo_c && j < hi_c ? row[j - lo_c] : 0.0f;
             o[j] = clamp_tflite_f32(x + o[j], r->lo, r->hi);
@@ -700,7 +700,7 @@ static void residual_avx512_run(const ck_residual_f32 *r, float *output, int32_t
 CK_TARGET_AVX512
 static void residual_avx512(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1,
                             int32_t c0, int32_t c1) {
-    if (c0 == 0 && c1 == out_c) {
+    if (c0 == 0 && c1 == out_c && r->pixel_stride == r->channels) {
         residual_avx512_run(r, output, out_c, p0, p1);
         return;
     }
@@ -708,7 +708,7 @@ static void residual_avx512(const ck_residual_f32 *r, float *output, int32_t out
     const int32_t lo_c = r->before, hi_c = r->before + r->channels;
     for (int32_t p = p0; p < p1; p++) {
         float *o = output + (size_t)p * out_c;
-        const float *row = r->data + (size_t)p * r->channels;
+        const float *row = r->data + (size_t)p * r->pixel_stride;
         for (int32_t j = c0; j < c1; j += 16) {
             const int32_t n = ck_min(16, c1 - j);
             const __mmask16 m = (__mmask16)((1u << n) - 1u);

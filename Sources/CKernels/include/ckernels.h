@@ -99,11 +99,14 @@ int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *in
 
 /// A residual connection folded into a convolution's epilogue (CONV_2D → [PAD of the channels] →
 /// ADD): after the convolution's own clamp, output channel j of pixel p becomes
-/// clamp(r + output, lo, hi) with r = data[p * channels + j - before] for before <= j < before +
+/// clamp(r + output, lo, hi) with r = data[p * pixel_stride + j - before] for before <= j < before +
 /// channels and +0.0 elsewhere (the zeros of a channel PAD), TFLite's clamp (NaN passes).
 typedef struct {
     const float *data;  ///< the residual image, [pixel][channels]
     int32_t channels;
+    /// Floats between pixels of `data`: `channels`, or 0 when every pixel adds the same vector
+    /// (a constant image's projection, see ConstantBranchFusion).
+    int32_t pixel_stride;
     int32_t before;
     float lo, hi;
 } ck_residual_f32;

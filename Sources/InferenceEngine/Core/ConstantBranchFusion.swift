@@ -10,10 +10,11 @@ import TensorCore
 /// A bilinear resize of a 1×1 image is the same vector at every pixel, so its channels contribute
 /// the same `W_const · v` to every output pixel: one small matrix–vector product per image instead
 /// of half of a large convolution. The resize becomes ``ConstantImageProjectionKernel`` (it writes
-/// `W_const · v` to every pixel of a tensor of the convolution's output shape), the concatenation
-/// disappears, and the convolution runs over the other input only, adding the projection as a
-/// residual in its epilogue before the activation clamp. DeepLab v3 (MobileNet v2) at 33×33: the
-/// 512→256 projection becomes 256→256, and the 2.2 MB concatenation is never written.
+/// `W_const · v` once per image, a [batches, 1, 1, out_c] tensor), the concatenation disappears,
+/// and the convolution runs over the other input only, adding the projection to every pixel as a
+/// broadcast residual in its epilogue before the activation clamp. DeepLab v3 (MobileNet v2) at
+/// 33×33: the 512→256 projection becomes 256→256, and neither the 2.2 MB concatenation nor a
+/// 1.1 MB image of the projection is written.
 ///
 /// The sums are grouped differently — `(bias + W_x·x) + W_const·v` instead of one running sum over
 /// all channels — so results differ from the graph as written by float rounding (a few ulps), not
@@ -85,7 +86,7 @@ enum ConstantBranchFusion {
             }
             let constantWeights = columns(constantOffset, constantChannels), otherWeights = columns(otherOffset, otherChannels)
             guard let projection = ConstantImageProjectionKernel(
-                      isa: conv.isa, batches: batches, pixels: height * width, inputChannels: constantChannels,
+                      isa: conv.isa, batches: batches, inputChannels: constantChannels,
                       outputChannels: outputChannels, weights: constantWeights),
                   var rest = otherWeights.withUnsafeBytes({ weights in
                       OptimizedConvFloatKernel(
@@ -99,13 +100,14 @@ enum ConstantBranchFusion {
             else { return false }
             // The projection (every pixel W_const · v) is added after the bias and the sums over the
             // other input, then the convolution's own clamp applies.
-            rest.residual = ResidualAdd(input: 1, channels: outputChannels, before: 0, lo: conv.floatMin, hi: conv.floatMax)
+            rest.residual = ResidualAdd(input: 1, channels: outputChannels, before: 0, lo: conv.floatMin, hi: conv.floatMax,
+                                        broadcast: true)
             prepared[last].kernel = rest
             prepared[last].inputs = [other, resized]
             prepared[r].kernel = projection
             prepared[r].inputs = [source]
             prepared[r].scratch = 0
-            tensors[resized].shape = [batches, height, width, outputChannels]
+            tensors[resized].shape = [batches, 1, 1, outputChannels]
             prepared.remove(at: c)
             return true
         }
@@ -113,29 +115,25 @@ enum ConstantBranchFusion {
     }
 }
 
-/// Writes `W · v[n]` (no bias) to every pixel of image `n`: the constant-image branch of
-/// ``ConstantBranchFusion``. The product runs once per image through the implicit-GEMM kernel
-/// (a 1×1 image), then pixel 0 is copied to the others, in row pieces.
+/// Writes `W · v[n]` (no bias) for image `n`, one vector per image: the constant-image branch of
+/// ``ConstantBranchFusion``. The product runs through the implicit-GEMM kernel (a 1×1 image).
 struct ConstantImageProjectionKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
-    let batches: Int, pixels: Int
+    let batches: Int
     let packed: [Float]
     let zeros: [Float]
 
-    init?(isa: Int32, batches: Int, pixels: Int, inputChannels: Int, outputChannels: Int, weights: [Float]) {
+    init?(isa: Int32, batches: Int, inputChannels: Int, outputChannels: Int, weights: [Float]) {
         geometry = ck_conv_geometry(inputHeight: 1, inputWidth: 1, inputChannels: inputChannels,
                                     outputHeight: 1, outputWidth: 1, outputChannels: outputChannels,
                                     filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1,
                                     dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0)
-        guard geometry.fitsOptimizedKernels, batches > 0, pixels > 0, weights.count == inputChannels * outputChannels,
-              pixels.multipliedReportingOverflow(by: outputChannels).overflow == false
-        else { return nil }
+        guard geometry.fitsOptimizedKernels, batches > 0, weights.count == inputChannels * outputChannels else { return nil }
         let g = geometry
         packed = weights.withUnsafeBufferPointer { OptimizedConvFloatKernel.pack(g, filter: $0.baseAddress, bias: nil) }
         self.isa = isa
         self.batches = batches
-        self.pixels = pixels
         zeros = [Float](repeating: 0, count: inputChannels)
     }
 
@@ -149,17 +147,9 @@ struct ConstantImageProjectionKernel: Kernel {
                 guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
                 for n in 0..<batches {
                     var g = geometry
-                    ck_conv_f32(isa, &g, input + n * inputChannels, w, output + n * pixels * channels, 0, 1, 0, Int32(blocks),
+                    ck_conv_f32(isa, &g, input + n * inputChannels, w, output + n * channels, 0, 1, 0, Int32(blocks),
                                 -.infinity, .infinity, z, nil)
                 }
-            }
-        }
-        let pieces = min(pixels, 8)
-        io.parallel.forEach(pieces * batches) { piece in
-            let image = output + (piece / pieces) * pixels * channels
-            let range = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: pixels)
-            for p in max(range.lowerBound, 1)..<max(range.upperBound, 1) {
-                (image + p * channels).update(from: image, count: channels)
             }
         }
     }

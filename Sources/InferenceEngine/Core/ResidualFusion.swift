@@ -11,6 +11,9 @@ struct ResidualAdd: Sendable {
     let before: Int
     /// The ADD's activation clamp.
     let lo: Float, hi: Float
+    /// The residual is one vector per image, added to every pixel (its tensor is [batches, 1, 1,
+    /// channels]: ``ConstantBranchFusion``'s projection) instead of an image of the output's size.
+    var broadcast = false
 }
 
 /// Folds `CONV_2D → ADD(residual, conv)` — the residual optionally through a PAD of its channels

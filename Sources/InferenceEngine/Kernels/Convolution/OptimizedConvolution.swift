@@ -211,10 +211,11 @@ struct OptimizedConvFloatKernel: Kernel {
                     let table = offsets.baseAddress
                     if let residual {
                         let source = io.input(residual.input, as: Float.self)
-                        let residualStride = Int(geometry.out_h) * Int(geometry.out_w) * residual.channels
+                        let residualStride = (residual.broadcast ? 1 : Int(geometry.out_h) * Int(geometry.out_w)) * residual.channels
                         io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
                             var g = geometry
                             var r = ck_residual_f32(data: source + n * residualStride, channels: Int32(residual.channels),
+                                                    pixel_stride: residual.broadcast ? 0 : Int32(residual.channels),
                                                     before: Int32(residual.before), lo: residual.lo, hi: residual.hi)
                             ck_conv_f32_residual(isa, &g, input + n * inputStride, w, output + n * outputStride,
                                                  Int32(pixels.lowerBound), Int32(pixels.upperBound),
