@@ -132,6 +132,13 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (11, 10, 33, 3, 2, 1, .same, .none),
             (12, 11, 7, 5, 1, 2, .valid, .relu),
             (6, 6, 16, 3, 2, 1, .valid, .none),
+            // Input rows of a pass beyond 64 KiB, a block's within: each pass walks its row block by
+            // block, every channel chunk of a block before the next (AVX-512), for two-row passes,
+            // stride 2, dilation 2 and 5×5 with a channel tail.
+            (8, 40, 128, 3, 1, 1, .same, .relu6),
+            (9, 60, 96, 3, 2, 1, .same, .none),
+            (5, 90, 64, 3, 1, 2, .valid, .relu),
+            (6, 120, 72, 5, 1, 1, .same, .none),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -2...2), shape: [2, c.h, c.w, c.c])
