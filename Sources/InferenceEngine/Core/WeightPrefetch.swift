@@ -24,8 +24,6 @@ enum WeightPrefetch {
     /// and at most `maximumDistance`.
     static let minimumDistance = 3
     static let maximumDistance = 12
-    /// Hosts that share a target's lines.
-    static let hostCount = 3
 
     /// Gives each target in `prepared` the nearest host before it that has enough reduction steps
     /// to prefetch all of the target's weights; returns the pairs' node indices.
