@@ -6,7 +6,7 @@ import TestSupport
 
 /// The float CKernels paths (CONV_2D and FULLY_CONNECTED as implicit GEMM, DEPTHWISE_CONV_2D,
 /// TRANSPOSE_CONV / Convolution2DTransposeBias, MAX_POOL_2D) against the reference kernels, for
-/// every instruction-set variant and at 1 and 2 threads, on randomized small shapes: channel counts
+/// every instruction-set variant and at 1, 2 and 3 threads, on randomized small shapes: channel counts
 /// that are not multiples of 8 or 16, 1×1 to 5×5 filters, strides 1–2, dilation 2, SAME/VALID,
 /// clamping activations, 2 batches. Sums run in a different order than the reference's, so values
 /// agree to a relative 1e-5; max pooling is exact (NaN inputs skipped as the reference does).
@@ -32,12 +32,14 @@ final class OptimizedFloatKernelTests: XCTestCase {
         let scale = max(1, expected.floats.filter(\.isFinite).map { abs($0) }.max() ?? 1)
         for selection in Self.selections {
             var first: [Float]?
-            for threads in [1, 2] {
+            // 3 threads: short operators run as one piece per thread (ParallelRunner.isShort), so
+            // uneven cuts of rows and pixels too.
+            for threads in [1, 2, 3] {
                 let actual = try run(selection, threads: threads)
                 XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection)", file: file, line: line)
                 let values = actual.floats
                 if let first {
-                    XCTAssertEqual(values.map(\.bitPattern), first.map(\.bitPattern), "\(label) \(selection): 1 vs 2 threads", file: file, line: line)
+                    XCTAssertEqual(values.map(\.bitPattern), first.map(\.bitPattern), "\(label) \(selection): 1 vs \(threads) threads", file: file, line: line)
                 }
                 first = values
                 for (i, (a, e)) in zip(values, expected.floats).enumerated() {

@@ -14,7 +14,7 @@ import TensorCore
 /// element is computed by exactly one tile over the whole reduction, so results are identical for
 /// every thread count.
 struct GemmSplit: Sendable {
-    let pixels: Int, blocks: Int
+    let pixels: Int, blocks: Int, bytesPerBlock: Int
     let tileRows: Int, tiles: Int, pixelChunks: Int
     let blockChunks: Int
     /// Blocks per unit of the channel split (2, or 1 when one block's weights fill the L2 group).
@@ -24,6 +24,7 @@ struct GemmSplit: Sendable {
     init(pixels: Int, blocks: Int, bytesPerBlock: Int, minimumPieces: Int = 8, tileRows: Int = 12) {
         self.pixels = pixels
         self.blocks = blocks
+        self.bytesPerBlock = bytesPerBlock
         let groupBytes = 192 << 10
         let largestGroup = max(1, min(blocks, groupBytes / max(bytesPerBlock, 1)))
         blockUnit = largestGroup >= 2 ? 2 : 1
@@ -42,6 +43,12 @@ struct GemmSplit: Sendable {
     }
 
     var piecesPerImage: Int { pixelChunks * blockChunks }
+
+    /// The same work cut for `threads` pieces wanted instead of 8: a short operator's split at run
+    /// time (``ParallelRunner/isShort(work:)``).
+    func cut(forThreads threads: Int) -> GemmSplit {
+        GemmSplit(pixels: pixels, blocks: blocks, bytesPerBlock: bytesPerBlock, minimumPieces: threads, tileRows: tileRows)
+    }
 
     /// Pixel and block ranges of piece `index` (of one image).
     func ranges(_ index: Int) -> (pixels: Range<Int>, blocks: Range<Int>) {
@@ -121,6 +128,8 @@ struct OptimizedConvFloatKernel: Kernel {
     /// arithmetic).
     let offsets: [Int32]
     let split: GemmSplit
+    /// Multiply-accumulates of one invoke (all images).
+    let work: Int
     let floatMin: Float, floatMax: Float
     /// A residual ADD folded into the epilogue (``ResidualFusion``), nil for a plain convolution.
     var residual: ResidualAdd?
@@ -174,6 +183,7 @@ struct OptimizedConvFloatKernel: Kernel {
         let blocks = (outputChannels + Int(CK_F32_NR) - 1) / Int(CK_F32_NR)
         split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                           bytesPerBlock: count / max(blocks, 1) * 4)
+        work = Int(geometry.out_h) * Int(geometry.out_w) * weightCount * batches
         self.floatMin = floatMin
         self.floatMax = floatMax
         if isa >= Int32(CK_ISA_AVX512), ck_conv_c3s2_supported(&g) != 0 {
@@ -190,11 +200,13 @@ struct OptimizedConvFloatKernel: Kernel {
         let output = io.output(0, as: Float.self)
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c)
+        let short = io.parallel.isShort(work: work)
         if let firstLayer, residual == nil {
             let rows = Int(geometry.out_h)
+            let pieces = min(rows, short ? io.parallel.threadCount : 16)
             firstLayer.filter.withUnsafeBufferPointer { filter in
                 let run = { (bias: UnsafePointer<Float>?) in
-                    io.forEachImageRows(batches: batches, rowCount: rows, pieces: min(rows, 16)) { n, range in
+                    io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
                         var g = geometry
                         _ = ck_conv_c3s2_f32(isa, &g, input + n * inputStride, filter.baseAddress, bias, output + n * outputStride,
                                              Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
@@ -204,6 +216,7 @@ struct OptimizedConvFloatKernel: Kernel {
             }
             return
         }
+        let split = short ? self.split.cut(forThreads: io.parallel.threadCount) : self.split
         packed.withUnsafeBufferPointer { weights in
             zeros.withUnsafeBufferPointer { zeros in
                 offsets.withUnsafeBufferPointer { offsets in
@@ -271,6 +284,16 @@ struct OptimizedDepthwiseFloatKernel: Kernel {
         let rows = Int(geometry.out_h), pairs = (rows + 1) / 2
         let inputStride = Int(geometry.in_h) * Int(geometry.in_w) * Int(geometry.in_c)
         let outputStride = rows * Int(geometry.out_w) * Int(geometry.out_c)
+        if io.parallel.isShort(work: rows * Int(geometry.out_w) * Int(geometry.out_c) * Int(geometry.k_h) * Int(geometry.k_w) * batches) {
+            // One piece of rows per thread, cut at rows (not pairs) like the surrounding 1×1
+            // convolutions' pixels, so each thread reads the rows it wrote.
+            io.forEachImageRows(batches: batches, rowCount: rows, pieces: min(rows, io.parallel.threadCount)) { n, range in
+                var g = geometry
+                ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
+                              Int32(range.lowerBound), Int32(range.upperBound), floatMin, floatMax)
+            }
+            return
+        }
         io.forEachImageRows(batches: batches, rowCount: pairs, pieces: max(1, min(pieces, pairs))) { n, range in
             var g = geometry
             ck_dwconv_f32(isa, &g, input + n * inputStride, weights, bias, output + n * outputStride,
