@@ -27,6 +27,8 @@ public struct OperatorTiming: Sendable {
 public final class Interpreter {
     public let model: Model
     private let arena: UnsafeMutableRawPointer
+    /// The arena's size (at least the model's; a reused arena may be larger).
+    private let arenaByteCount: Int
     private let variables: UnsafeMutableRawPointer
     /// Data pointer of every tensor (constants point into the model, the rest into the arena).
     private var pointers: [UnsafeMutableRawPointer]
@@ -34,8 +36,7 @@ public final class Interpreter {
 
     public init(model: Model, options: InterpreterOptions = InterpreterOptions()) {
         self.model = model
-        arena = UnsafeMutableRawPointer.allocate(byteCount: max(model.arenaByteCount, 64), alignment: 64)
-        arena.initializeMemory(as: UInt8.self, repeating: 0, count: max(model.arenaByteCount, 64))
+        (arena, arenaByteCount) = ArenaCache.take(byteCount: model.arenaByteCount)
         variables = UnsafeMutableRawPointer.allocate(byteCount: max(model.variableByteCount, 64), alignment: 64)
         parallel = ParallelRunner(threadCount: options.numThreads)
         pointers = [UnsafeMutableRawPointer](repeating: arena, count: model.tensors.count)
@@ -55,7 +56,7 @@ public final class Interpreter {
     }
 
     deinit {
-        arena.deallocate()
+        ArenaCache.give(arena, byteCount: arenaByteCount)
         variables.deallocate()
     }
 
