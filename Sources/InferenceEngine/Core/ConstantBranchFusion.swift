@@ -121,7 +121,7 @@ struct ConstantImageProjectionKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
     let batches: Int
-    let packed: [Float]
+    let packed: PackedBuffer<Float>
     let zeros: [Float]
 
     init?(isa: Int32, batches: Int, inputChannels: Int, outputChannels: Int, weights: [Float]) {

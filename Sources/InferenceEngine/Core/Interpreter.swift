@@ -36,7 +36,8 @@ public final class Interpreter {
 
     public init(model: Model, options: InterpreterOptions = InterpreterOptions()) {
         self.model = model
-        (arena, arenaByteCount) = ArenaCache.take(byteCount: model.arenaByteCount)
+        (arena, arenaByteCount) = RecycledMemory.take(byteCount: model.arenaByteCount)
+        arena.initializeMemory(as: UInt8.self, repeating: 0, count: arenaByteCount)
         variables = UnsafeMutableRawPointer.allocate(byteCount: max(model.variableByteCount, 64), alignment: 64)
         parallel = ParallelRunner(threadCount: options.numThreads)
         pointers = [UnsafeMutableRawPointer](repeating: arena, count: model.tensors.count)
@@ -56,7 +57,7 @@ public final class Interpreter {
     }
 
     deinit {
-        ArenaCache.give(arena, byteCount: arenaByteCount)
+        RecycledMemory.give(arena, byteCount: arenaByteCount)
         variables.deallocate()
     }
 

@@ -121,7 +121,7 @@ struct OptimizedConvFloatKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
     let batches: Int
-    let packed: [Float]
+    let packed: PackedBuffer<Float>
     let zeros: [Float]
     /// ck_conv_offsets' table (empty for 1×1 stride-1 convolutions and row-tap first layers,
     /// which need none, and for tables beyond 2M entries, which the kernel replaces by per-tile
@@ -138,15 +138,15 @@ struct OptimizedConvFloatKernel: Kernel {
     let firstLayer: (filter: [Float], bias: [Float]?)?
     /// The packed weights of a later layer this one brings into L2 as it runs (``WeightPrefetch``;
     /// the same storage as that layer's, shared), nil for none.
-    var prefetch: [Float]?
+    var prefetch: PackedBuffer<Float>?
 
     /// Weights [out_c][k_h][k_w][in_c] (and the bias, or zeros) packed for the implicit-GEMM kernels.
-    static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?) -> [Float] {
+    /// (No filter: zeros.)
+    static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?) -> PackedBuffer<Float> {
         var g = geometry
         let count = ck_conv_f32_packed_count(&g)
-        return [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if let destination = buffer.baseAddress, let filter { ck_conv_f32_pack(&g, filter, bias, destination) }
-            initialized = count
+        return PackedBuffer(count: count) { destination in
+            if let filter { ck_conv_f32_pack(&g, filter, bias, destination) } else { destination.initialize(repeating: 0, count: count) }
         }
     }
 
@@ -340,7 +340,7 @@ struct OptimizedTransposeConvGemmKernel: Kernel {
     let columns: ck_conv_geometry
     let batches: Int
     let inputIndex: Int, biasIndex: Int
-    let packed: [Float]
+    let packed: PackedBuffer<Float>
     let split: GemmSplit
     let rowPieces: Int
     let floatMin: Float, floatMax: Float

@@ -86,8 +86,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
     let bytePath: Bool
     /// The byte path's row variant (ck_conv_q8r): `packed8` holds its weights, the scratch its padded image.
     let rowPath: Bool
-    let packed16: [Int16]
-    let packed8: [Int8]
+    let packed16: PackedBuffer<Int16>
+    let packed8: PackedBuffer<Int8>
     let params: [Int32]
     let output: ck_q8_output
     /// What taps outside the image read: int16 zeros, or (byte path) the input zero point.
@@ -116,20 +116,27 @@ struct OptimizedQuantizedConvKernel: Kernel {
         let imageBytes = bytePath ? ck_conv_q8r_image_bytes(&g) : 0
         let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
         /// Byte-path weights packed by `pack` (which also completes the requantization records).
-        func packBytes(_ count: Int, _ pack: (UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Int32>) -> Void) -> [Int8] {
-            [Int8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        func packBytes(_ count: Int, _ pack: (UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Int32>) -> Void) -> PackedBuffer<Int8>? {
+            var packed = false
+            let buffer = PackedBuffer<Int8>(count: count) { base in
                 params.withUnsafeMutableBufferPointer { p in
-                    guard let base = buffer.baseAddress, let pb = p.baseAddress else { initialized = 0; return }
+                    guard let pb = p.baseAddress else {
+                        base.initialize(repeating: 0, count: count)
+                        return
+                    }
                     pack(base, pb)
-                    initialized = count
+                    packed = true
                 }
             }
+            return packed ? buffer : nil
         }
+        let none16 = PackedBuffer<Int16>(count: 0) { _ in }, none8 = PackedBuffer<Int8>(count: 0) { _ in }
         if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
             let count = ck_conv_q8r_packed_count(&g)
-            packed8 = packBytes(count) { ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
-            guard packed8.count == count else { return nil }
-            packed16 = []
+            guard let bytes = packBytes(count, { ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
+            else { return nil }
+            packed8 = bytes
+            packed16 = none16
             rowPath = true
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
@@ -138,9 +145,10 @@ struct OptimizedQuantizedConvKernel: Kernel {
         } else if bytePath {
             rowPath = false
             let count = ck_conv_q8b_packed_count(&g)
-            packed8 = packBytes(count) { ck_conv_q8b_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) }
-            guard packed8.count == count else { return nil }
-            packed16 = []
+            guard let bytes = packBytes(count, { ck_conv_q8b_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
+            else { return nil }
+            packed8 = bytes
+            packed16 = none16
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
             let inPlace = paddedChannels == Int(geometry.in_c)
@@ -148,16 +156,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
             sumsBytes = inPlace ? 0 : ConvolutionSupport.align(imagePixels * 4)
         } else {
             let count = ck_conv_q8_packed_count(&g)
-            packed16 = [Int16](unsafeUninitializedCapacity: count) { buffer, initialized in
-                if let base = buffer.baseAddress {
-                    ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
-                    initialized = count
-                } else {
-                    initialized = 0
-                }
-            }
-            guard packed16.count == count else { return nil }
-            packed8 = []
+            packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
+            packed8 = none8
             rowPath = false
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1) * 2, tileRows: 8)

@@ -1,0 +1,94 @@
+import Synchronization
+
+/// Large blocks of memory (tensor arenas, packed weights) of interpreters and models that have
+/// gone away, kept for the next ones of the process.
+///
+/// Fresh memory is not mapped until first written: here every 4 KiB page costs a fault of about
+/// 1 µs on its first write. Loading tf2_mobilenet_v2 int8 wrote about 800 new pages (1.44 MiB of
+/// arena, 3.4 MB of packed weights) and spent most of a millisecond of its 6 ms on those faults;
+/// memory the process has already used is written at full speed. So a process that loads models
+/// again and again (a model reloaded, a task recreated, an interpreter per request) gets memory that
+/// is already mapped, as it gets a thread pool that has already started (``ParallelRunner``).
+///
+/// Only blocks of at least ``minimumBlock`` bytes come from here (malloc reuses smaller ones
+/// without new pages). At most ``capacity`` blocks and ``limit`` bytes are kept, the oldest freed
+/// first; a block serves a need of at least half its size only, so a small model never holds on
+/// to a large block. Blocks are 64-byte aligned and not cleared.
+enum RecycledMemory {
+    /// Smallest block kept.
+    static let minimumBlock = 64 << 10
+    /// Most blocks kept.
+    static let capacity = 64
+    /// Most bytes kept in all.
+    static let limit = 64 << 20
+
+    private struct Block {
+        let address: Int
+        let byteCount: Int
+    }
+
+    private static let blocks = Mutex<[Block]>([])
+
+    /// A 64-byte aligned block of at least `byteCount` bytes and its actual size: a kept one when
+    /// one fits, else a new allocation. Its contents are undefined.
+    static func take(byteCount: Int) -> (pointer: UnsafeMutableRawPointer, byteCount: Int) {
+        let needed = max(byteCount, 64)
+        if needed >= minimumBlock {
+            let kept: Block? = blocks.withLock { blocks in
+                var best: Int?
+                for (i, block) in blocks.enumerated() where block.byteCount >= needed && block.byteCount / 2 <= needed {
+                    if best.map({ block.byteCount < blocks[$0].byteCount }) ?? true { best = i }
+                }
+                return best.map { blocks.remove(at: $0) }
+            }
+            if let kept, let pointer = UnsafeMutableRawPointer(bitPattern: kept.address) { return (pointer, kept.byteCount) }
+        }
+        return (UnsafeMutableRawPointer.allocate(byteCount: needed, alignment: 64), needed)
+    }
+
+    /// Keeps a block from ``take(byteCount:)`` for later, or frees it.
+    static func give(_ pointer: UnsafeMutableRawPointer, byteCount: Int) {
+        guard byteCount >= minimumBlock, byteCount <= limit else {
+            pointer.deallocate()
+            return
+        }
+        var freed: [Int] = []
+        blocks.withLock { blocks in
+            blocks.append(Block(address: Int(bitPattern: pointer), byteCount: byteCount))
+            var total = blocks.reduce(0) { $0 + $1.byteCount }
+            while blocks.count > capacity || total > limit {
+                let oldest = blocks.removeFirst()
+                total -= oldest.byteCount
+                freed.append(oldest.address)
+            }
+        }
+        for address in freed { UnsafeMutableRawPointer(bitPattern: address)?.deallocate() }
+    }
+}
+
+/// Load-time data of a compiled model (packed weights and the like), immutable once initialized,
+/// in memory from ``RecycledMemory``; shared by every interpreter of the model.
+final class PackedBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
+    let count: Int
+    private let base: UnsafeMutableRawPointer
+    private let byteCount: Int
+
+    /// `initialize` must write all `count` elements.
+    init(count: Int, initializingWith initialize: (UnsafeMutablePointer<Element>) -> Void) {
+        self.count = max(count, 0)
+        (base, byteCount) = RecycledMemory.take(byteCount: self.count * MemoryLayout<Element>.stride)
+        initialize(base.bindMemory(to: Element.self, capacity: self.count))
+    }
+
+    deinit { RecycledMemory.give(base, byteCount: byteCount) }
+
+    var isEmpty: Bool { count == 0 }
+
+    func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R {
+        try body(UnsafeBufferPointer(start: base.assumingMemoryBound(to: Element.self), count: count))
+    }
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count * MemoryLayout<Element>.stride))
+    }
+}
