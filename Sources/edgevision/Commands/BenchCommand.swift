@@ -82,7 +82,6 @@ enum BenchCommand {
             return (model, interpreter, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
         }
         let coldLoadMs = try load().2
-        if let n = Int(ProcessInfo.processInfo.environment["EV_LOADLOOP"] ?? "") { for _ in 0..<n { _ = try load() } }
         let (model, interpreter, loadMs) = try load()
         interpreter.waitForThreads()
 
