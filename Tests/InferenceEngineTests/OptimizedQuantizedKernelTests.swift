@@ -6,7 +6,7 @@ import TestSupport
 
 /// The quantized CKernels paths of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED (uint8 with
 /// per-tensor weights, int8 with per-channel symmetric weights) must equal the reference kernels
-/// byte for byte, for every instruction-set variant and at 1 and 2 threads: randomized small shapes
+/// byte for byte, for every instruction-set variant and at 1, 2 and 3 threads: randomized small shapes
 /// (channel counts that are not multiples of 4 or 16, 1×1 / 3×3 / 5×5 filters, strides 1–2,
 /// dilation 2, SAME / VALID, extreme zero points, RELU / RELU6, 2 batches).
 final class OptimizedQuantizedKernelTests: XCTestCase {
@@ -18,7 +18,8 @@ final class OptimizedQuantizedKernelTests: XCTestCase {
         let expected = try KernelRunner.run(op, options: options, inputs: inputs, outputs: [output], kernels: .reference)[0]
         XCTAssertFalse(expected.bytes.isEmpty, label, file: file, line: line)
         for selection in Self.selections {
-            for threads in [1, 2] {
+            // 3 threads: short convolutions run as one piece per thread (ParallelRunner.isShort).
+            for threads in [1, 2, 3] {
                 let actual = try KernelRunner.run(op, options: options, inputs: inputs, outputs: [output], threads: threads, kernels: selection)[0]
                 XCTAssertEqual(actual.shape, expected.shape, "\(label) \(selection) threads \(threads)", file: file, line: line)
                 if actual.bytes != expected.bytes {

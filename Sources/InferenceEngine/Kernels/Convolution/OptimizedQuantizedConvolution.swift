@@ -220,7 +220,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
                 packed8.withUnsafeBufferPointer { weights in
                     pad8.withUnsafeBufferPointer { pad in
                         guard let w = weights.baseAddress, let z = pad.baseAddress else { return }
-                        io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
+                        io.forEachGemmPiece(runSplit(io), batches: batches) { n, pixels, blocks in
                             var image = (input + n * inputStride).assumingMemoryBound(to: UInt8.self)
                             var sums: UnsafePointer<Int32>?
                             if imageScratch > 0, let scratch {
@@ -241,7 +241,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
                 packed16.withUnsafeBufferPointer { weights in
                     zeros16.withUnsafeBufferPointer { zeros in
                         guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
-                        io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
+                        io.forEachGemmPiece(runSplit(io), batches: batches) { n, pixels, blocks in
                             var g = geometry
                             var out = output
                             ck_conv_q8(isa, &g, (scratch + n * imageScratch).assumingMemoryBound(to: Int16.self), w, p, &out,
@@ -252,6 +252,13 @@ struct OptimizedQuantizedConvKernel: Kernel {
                 }
             }
         }
+    }
+
+    /// The split of this run: one piece per thread for a short convolution (``ParallelRunner/isShort(work:)``).
+    private func runSplit(_ io: KernelIO) -> GemmSplit {
+        let work = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c) * Int(geometry.k_h) * Int(geometry.k_w)
+            * Int(geometry.in_c) * batches
+        return io.parallel.isShort(work: work) ? split.cut(forThreads: io.parallel.threadCount) : split
     }
 
     /// The row variant: each image's padded copy (pieces of whole rows), then the convolution.
@@ -272,7 +279,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         params.withUnsafeBufferPointer { params in
             packed8.withUnsafeBufferPointer { weights in
                 guard let p = params.baseAddress, let w = weights.baseAddress else { return }
-                io.forEachGemmPiece(split, batches: batches) { n, pixels, blocks in
+                io.forEachGemmPiece(runSplit(io), batches: batches) { n, pixels, blocks in
                     var g = geometry
                     var out = output
                     ck_conv_q8r(&g, UnsafeRawPointer(scratch + n * imageScratch).assumingMemoryBound(to: UInt8.self), w, p, &out, isSigned ? 1 : 0,
