@@ -306,24 +306,53 @@ static void resize_row_portable(const float *r0, const float *r1, int32_t C, flo
 }
 
 #if CK_X86
+/// Output columns whose weights one pass of resize_row_avx512 computes ahead (4 KiB of stack).
+#define CK_RESIZE_COLUMNS 256
+
+/// One output row: the four weights of a run of columns computed 16 columns at a time first (the
+/// same float products as the scalar formula, so the same values), then each column's pixel from
+/// its weights and source offsets, full 16-channel vectors and one masked tail.
 CK_TARGET_AVX512
 static void resize_row_avx512(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
                               const int32_t *x0, const int32_t *x1, const float *xs) {
-    for (int32_t x = 0; x < out_w; x++) {
-        const float dx = xs[x] - (float)x0[x];
-        const __m512 w00 = _mm512_set1_ps((1 - dy) * (1 - dx)), w01 = _mm512_set1_ps((1 - dy) * dx);
-        const __m512 w10 = _mm512_set1_ps(dy * (1 - dx)), w11 = _mm512_set1_ps(dy * dx);
-        const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
-        const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
-        float *o = out + (size_t)x * C;
-        for (int32_t c = 0; c < C; c += 16) {
-            const int32_t left = C - c;
-            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-            __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p00 + c), w00));
-            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p01 + c), w01));
-            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p10 + c), w10));
-            v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p11 + c), w11));
-            _mm512_mask_storeu_ps(o + c, m, v);
+    float w[4][CK_RESIZE_COLUMNS] __attribute__((aligned(64)));
+    const __m512 one = _mm512_set1_ps(1.0f), vdy = _mm512_set1_ps(dy), ody = _mm512_set1_ps(1 - dy);
+    const int32_t full = C & ~15, tail = C - full;
+    const __mmask16 tm = (__mmask16)((1u << tail) - 1u);
+    for (int32_t xb = 0; xb < out_w; xb += CK_RESIZE_COLUMNS) {
+        const int32_t n = out_w - xb < CK_RESIZE_COLUMNS ? out_w - xb : CK_RESIZE_COLUMNS;
+        for (int32_t i = 0; i < n; i += 16) {
+            const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+            const __m512 dx = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, xs + xb + i),
+                                            _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x0 + xb + i)));
+            const __m512 odx = _mm512_sub_ps(one, dx);
+            _mm512_store_ps(w[0] + i, _mm512_mul_ps(ody, odx));
+            _mm512_store_ps(w[1] + i, _mm512_mul_ps(ody, dx));
+            _mm512_store_ps(w[2] + i, _mm512_mul_ps(vdy, odx));
+            _mm512_store_ps(w[3] + i, _mm512_mul_ps(vdy, dx));
+        }
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t x = xb + i;
+            const __m512 w00 = _mm512_set1_ps(w[0][i]), w01 = _mm512_set1_ps(w[1][i]);
+            const __m512 w10 = _mm512_set1_ps(w[2][i]), w11 = _mm512_set1_ps(w[3][i]);
+            const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+            const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+            float *o = out + (size_t)x * C;
+            int32_t c = 0;
+            for (; c < full; c += 16) {
+                __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_loadu_ps(p00 + c), w00));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p01 + c), w01));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p10 + c), w10));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p11 + c), w11));
+                _mm512_storeu_ps(o + c, v);
+            }
+            if (tail) {
+                __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p00 + c), w00));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p01 + c), w01));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p10 + c), w10));
+                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p11 + c), w11));
+                _mm512_mask_storeu_ps(o + c, tm, v);
+            }
         }
     }
 }

@@ -244,9 +244,11 @@ final class OptimizedFloatKernelTests: XCTestCase {
 
     func testResizeBilinearMatchesReferenceExactly() throws {
         var rng = SeededGenerator(seed: 48)
-        // deeplab-like 33→257 (21 channels), an odd shrink, and align-corners / half-pixel variants.
+        // deeplab-like 33→257 (21 channels), an odd shrink, and align-corners / half-pixel variants;
+        // rows wider than the 256 columns whose weights the AVX-512 row computes at once.
         let cases: [(h: Int, w: Int, c: Int, oh: Int, ow: Int, align: Bool, half: Bool)] = [
             (5, 4, 21, 37, 29, false, false), (9, 7, 16, 4, 3, false, false), (6, 5, 17, 11, 13, true, false), (6, 5, 33, 13, 11, false, true),
+            (3, 17, 5, 2, 300, false, false), (2, 33, 21, 3, 529, true, false),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -3...3), shape: [2, c.h, c.w, c.c])
