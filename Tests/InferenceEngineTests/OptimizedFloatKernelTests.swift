@@ -86,6 +86,14 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (13, 9, 16, 40, 1, 1, 1, .valid, .none),
             (5, 9, 4, 12, 1, 1, 1, .valid, .relu),
             (6, 7, 16, 100, 1, 1, 1, .valid, .none),
+            // An odd count of column blocks (48, 80 outputs): the last three as 4 × 48 tiles, with
+            // a short reduction and with K blocking (K > 256, chunks of at most 128), full and
+            // partial third blocks, pixel counts that leave 1–3 rows in the last tile.
+            (5, 7, 96, 48, 1, 1, 1, .valid, .relu6),
+            (3, 9, 40, 80, 1, 1, 1, .valid, .none),
+            (5, 5, 288, 80, 1, 1, 1, .valid, .relu),
+            (3, 7, 480, 48, 1, 1, 1, .valid, .none),
+            (2, 9, 300, 36, 1, 1, 1, .valid, .relu6),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.cin, &rng, range: -2...2), shape: [2, c.h, c.w, c.cin])
