@@ -180,6 +180,10 @@ public final class Model: @unchecked Sendable {
             }
         }
 
+        // Large inverted residual blocks run in bands of rows on one thread (InvertedResidualBands).
+        if options.kernels.instructionSet != nil {
+            InvertedResidualBands.plan(&prepared, tensors: tensors, readers: readers, graphOutputs: graphOutputs, graph: graph)
+        }
         // A memory-bound layer's weights are prefetched by a compute-bound one before it.
         weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
 

@@ -264,6 +264,51 @@ struct OptimizedConvFloatKernel: Kernel {
     }
 }
 
+extension OptimizedConvFloatKernel {
+    /// A 1×1, stride-1, unpadded convolution of one image, nothing folded in but a residual: what
+    /// ``InvertedResidualBands`` runs in bands of pixels.
+    var isPointwise: Bool {
+        geometry.k_h == 1 && geometry.k_w == 1 && geometry.stride_h == 1 && geometry.stride_w == 1 && geometry.pad_top == 0
+            && geometry.pad_left == 0 && geometry.in_h == geometry.out_h && geometry.in_w == geometry.out_w && batches == 1
+            && firstLayer == nil && prefetch == nil
+    }
+
+    /// Output pixels `pixels` of image 0 (every channel, the residual included) on the calling
+    /// thread: the values ``run(_:)`` computes for them.
+    func runPixels(_ io: KernelIO, _ pixels: Range<Int>) {
+        guard !pixels.isEmpty else { return }
+        let input = io.input(0, as: Float.self)
+        let output = io.output(0, as: Float.self)
+        let blocks = Int32((Int(geometry.out_c) + Int(CK_F32_NR) - 1) / Int(CK_F32_NR))
+        packed.withUnsafeBufferPointer { weights in
+            zeros.withUnsafeBufferPointer { zeros in
+                guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
+                var g = geometry
+                if let residual {
+                    var r = ck_residual_f32(data: io.input(residual.input, as: Float.self), channels: Int32(residual.channels),
+                                            pixel_stride: residual.broadcast ? 0 : Int32(residual.channels),
+                                            before: Int32(residual.before), lo: residual.lo, hi: residual.hi)
+                    ck_conv_f32_residual(isa, &g, input, w, output, Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks,
+                                         floatMin, floatMax, z, nil, &r)
+                } else {
+                    ck_conv_f32(isa, &g, input, w, output, Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks,
+                                floatMin, floatMax, z, nil)
+                }
+            }
+        }
+    }
+}
+
+extension OptimizedDepthwiseFloatKernel {
+    /// Output rows `rows` of image 0 on the calling thread.
+    func runRows(_ io: KernelIO, _ rows: Range<Int>) {
+        guard !rows.isEmpty else { return }
+        var g = geometry
+        ck_dwconv_f32(isa, &g, io.input(0, as: Float.self), io.input(1, as: Float.self), hasBias ? io.input(2, as: Float.self) : nil,
+                      io.output(0, as: Float.self), Int32(rows.lowerBound), Int32(rows.upperBound), floatMin, floatMax)
+    }
+}
+
 /// Float32 DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights read in place,
 /// output rows split into at most `pieces` pieces of whole row pairs (the kernel computes two
 /// neighbouring rows per pass, sharing their input rows). Every output element is computed the same

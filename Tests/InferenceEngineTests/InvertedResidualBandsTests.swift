@@ -1,0 +1,108 @@
+import Foundation
+import InferenceEngine
+import TestSupport
+import XCTest
+
+/// A float inverted residual block whose expanded tensor is 1 MiB or more (1×1 expansion,
+/// depthwise 3×3, 1×1 projection, with or without its residual ADD) runs as one operator, in bands
+/// of rows at 1 thread: results bitwise those of the three operators, at 1 and 2 threads.
+final class InvertedResidualBandsTests: XCTestCase {
+    private struct Case {
+        var height = 13, width = 11, channels = 8, expanded = 1856
+        var stride = 1, dilation = 1
+        var residual = true
+        /// The expanded tensor is also a model output (then the block cannot run in bands).
+        var expandedIsOutput = false
+    }
+
+    private func model(_ c: Case) -> [UInt8] {
+        var b = TinyModelBuilder()
+        let B = TinyModelBuilder.Builtin.self, O = TinyModelBuilder.OptionsType.self
+        func floats(_ count: Int, _ random: inout SeededGenerator, _ range: ClosedRange<Float>) -> [UInt8] {
+            (0..<count).flatMap { _ in withUnsafeBytes(of: Float.random(in: range, using: &random).bitPattern.littleEndian, Array.init) }
+        }
+        var random = SeededGenerator(seed: UInt64(c.stride * 10 + c.dilation))
+        let (h, w, ch, e) = (Int32(c.height), Int32(c.width), Int32(c.channels), Int32(c.expanded))
+        let oh = (h + Int32(c.stride) - 1) / Int32(c.stride), ow = (w + Int32(c.stride) - 1) / Int32(c.stride)
+        let x = b.addTensor("x", shape: [1, h, w, ch])
+        let expandFilter = b.addTensor("expand/filter", shape: [e, 1, 1, ch], data: floats(c.expanded * c.channels, &random, -0.5...0.5))
+        let expandBias = b.addTensor("expand/bias", shape: [e], data: floats(c.expanded, &random, -0.5...0.5))
+        let expanded = b.addTensor("expanded", shape: [1, h, w, e])
+        let dwFilter = b.addTensor("dw/filter", shape: [1, 3, 3, e], data: floats(9 * c.expanded, &random, -0.5...0.5))
+        let dwBias = b.addTensor("dw/bias", shape: [e], data: floats(c.expanded, &random, -0.5...0.5))
+        let filtered = b.addTensor("filtered", shape: [1, oh, ow, e])
+        let projectFilter = b.addTensor("project/filter", shape: [ch, 1, 1, e], data: floats(c.expanded * c.channels, &random, -0.1...0.1))
+        let projectBias = b.addTensor("project/bias", shape: [ch], data: floats(c.channels, &random, -0.5...0.5))
+        let projected = b.addTensor("projected", shape: [1, oh, ow, ch])
+        let conv = b.addOperatorCode(builtin: B.conv2D)
+        let convOptions: [(slot: Int, value: FBScalar)] = [(0, .int8(0)), (1, .int32(1)), (2, .int32(1)), (3, .int8(3)),
+                                                              (4, .int32(1)), (5, .int32(1))]
+        b.addOperator(opcodeIndex: conv, inputs: [x, expandFilter, expandBias], outputs: [expanded], builtinOptionsType: O.conv2D,
+                      builtinOptions: convOptions)
+        b.addOperator(opcodeIndex: b.addOperatorCode(builtin: B.depthwiseConv2D), inputs: [expanded, dwFilter, dwBias],
+                      outputs: [filtered], builtinOptionsType: O.depthwiseConv2D,
+                      builtinOptions: [(0, .int8(0)), (1, .int32(Int32(c.stride))), (2, .int32(Int32(c.stride))), (3, .int32(1)),
+                                       (4, .int8(3)), (5, .int32(Int32(c.dilation))), (6, .int32(Int32(c.dilation)))])
+        var projectOptions = convOptions
+        projectOptions[3] = (slot: 3, value: .int8(0))
+        b.addOperator(opcodeIndex: conv, inputs: [filtered, projectFilter, projectBias], outputs: [projected],
+                      builtinOptionsType: O.conv2D, builtinOptions: projectOptions)
+        var output = projected
+        if c.residual {
+            output = b.addTensor("y", shape: [1, oh, ow, ch])
+            b.addOperator(opcodeIndex: b.addOperatorCode(builtin: B.add), inputs: [x, projected], outputs: [output],
+                          builtinOptionsType: O.add, builtinOptions: [(0, .int8(0))])
+        }
+        b.inputs = [x]
+        b.outputs = c.expandedIsOutput ? [output, expanded] : [output]
+        return b.build().bytes
+    }
+
+    /// The kernels that ran and the first output.
+    private func run(_ bytes: [UInt8], _ kernels: KernelSelection, threads: Int) throws -> (kernels: [String], output: [Float]) {
+        var options = ModelOptions()
+        options.kernels = kernels
+        let model = try Model(data: Data(bytes), options: options)
+        let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
+        interpreter.waitForThreads()
+        var random = SeededGenerator(seed: 5)
+        let values = (0..<model.inputs[0].byteCount / 4).map { _ in Float.random(in: -2...2, using: &random) }
+        try values.withUnsafeBytes { try interpreter.copyInput($0, at: 0) }
+        let kernelNames = interpreter.invokeProfiled().map(\.kernel)
+        return (kernelNames, try interpreter.outputFloats(at: 0))
+    }
+
+    private func check(_ c: Case, file: StaticString = #filePath, line: UInt = #line) throws {
+        var separate = c
+        separate.expandedIsOutput = true
+        let reference = try run(model(c), .reference, threads: 1).output
+        let scale = max(1, reference.map { abs($0) }.max() ?? 1)
+        for threads in [1, 2] {
+            let banded = try run(model(c), .optimized, threads: threads)
+            let unbanded = try run(model(separate), .optimized, threads: threads)
+            XCTAssertEqual(banded.kernels.filter { $0 == "InvertedResidualBandKernel" }.count, 1, "\(c): \(banded.kernels)",
+                           file: file, line: line)
+            XCTAssertFalse(unbanded.kernels.contains("InvertedResidualBandKernel"), "\(c): the expanded tensor is read elsewhere",
+                           file: file, line: line)
+            XCTAssertEqual(banded.output.map(\.bitPattern), unbanded.output.map(\.bitPattern),
+                           "\(c), \(threads) threads: differs from the operators run one after the other", file: file, line: line)
+            let error = zip(banded.output, reference).map { abs($0 - $1) / scale }.max() ?? .infinity
+            XCTAssertLessThan(error, 1e-5, "\(c), \(threads) threads vs the reference kernels", file: file, line: line)
+        }
+    }
+
+    func testBlockWithResidualRunsInBands() throws {
+        try check(Case())
+    }
+
+    func testDilatedAndStridedBlocksRunInBands() throws {
+        try check(Case(dilation: 2, residual: false))
+        try check(Case(height: 14, stride: 2, residual: false))
+    }
+
+    func testSmallBlocksKeepTheirOperators() throws {
+        let small = try run(model(Case(expanded: 64)), .optimized, threads: 1)
+        XCTAssertFalse(small.kernels.contains("InvertedResidualBandKernel"), "\(small.kernels)")
+        XCTAssertTrue(small.kernels.contains("OptimizedDepthwiseFloatKernel"))
+    }
+}
