@@ -131,7 +131,9 @@ public final class Interpreter {
                     }
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                timings.append(OperatorTiming(nodeIndex: node.index, operatorName: node.name,
+                // A fused node names its operators: CONV_2D+DEPTHWISE_CONV_2D+CONV_2D.
+                let name = (node.kernel as? FusedKernel)?.operatorNames.joined(separator: "+") ?? node.name
+                timings.append(OperatorTiming(nodeIndex: node.index, operatorName: name,
                                               kernel: String(describing: type(of: node.kernel)), seconds: seconds))
             }
         }

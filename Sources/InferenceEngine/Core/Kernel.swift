@@ -10,6 +10,12 @@ protocol Kernel: Sendable {
     func run(_ io: KernelIO)
 }
 
+/// A kernel that runs several of the model's operators as one node (``BandChains``).
+protocol FusedKernel: Kernel {
+    /// The operators it runs, in order.
+    var operatorNames: [String] { get }
+}
+
 /// Creates a kernel for one operator, after checking the operator's contract (operand count, types,
 /// shapes, quantization) and setting the output shapes in `context.outputs`. Throws ``EngineError``
 /// (use `context.fail`) when the operator cannot run.

@@ -180,9 +180,11 @@ public final class Model: @unchecked Sendable {
             }
         }
 
-        // Large inverted residual blocks run in bands of rows on one thread (InvertedResidualBands).
+        // Chains of 1×1 and depthwise layers passing large tensors run in bands of rows on one thread (BandChains).
         if options.kernels.instructionSet != nil {
-            InvertedResidualBands.plan(&prepared, tensors: tensors, readers: readers, graphOutputs: graphOutputs, graph: graph)
+            BandChains.plan(&prepared, tensors: tensors, readers: readers, graphOutputs: graphOutputs, graph: graph) {
+                file.operatorCode(of: graph.operators[$0]).displayName
+            }
         }
         // A memory-bound layer's weights are prefetched by a compute-bound one before it.
         weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)

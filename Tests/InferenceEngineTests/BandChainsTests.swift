@@ -6,7 +6,7 @@ import XCTest
 /// A float inverted residual block whose expanded tensor is 1 MiB or more (1×1 expansion,
 /// depthwise 3×3, 1×1 projection, with or without its residual ADD) runs as one operator, in bands
 /// of rows at 1 thread: results bitwise those of the three operators, at 1 and 2 threads.
-final class InvertedResidualBandsTests: XCTestCase {
+final class BandChainsTests: XCTestCase {
     private struct Case {
         var height = 13, width = 11, channels = 8, expanded = 1856
         var stride = 1, dilation = 1
@@ -59,7 +59,7 @@ final class InvertedResidualBandsTests: XCTestCase {
     }
 
     /// The kernels that ran and the first output.
-    private func run(_ bytes: [UInt8], _ kernels: KernelSelection, threads: Int) throws -> (kernels: [String], output: [Float]) {
+    private func run(_ bytes: [UInt8], _ kernels: KernelSelection, threads: Int) throws -> (kernels: [String], names: [String], output: [Float]) {
         var options = ModelOptions()
         options.kernels = kernels
         let model = try Model(data: Data(bytes), options: options)
@@ -68,8 +68,8 @@ final class InvertedResidualBandsTests: XCTestCase {
         var random = SeededGenerator(seed: 5)
         let values = (0..<model.inputs[0].byteCount / 4).map { _ in Float.random(in: -2...2, using: &random) }
         try values.withUnsafeBytes { try interpreter.copyInput($0, at: 0) }
-        let kernelNames = interpreter.invokeProfiled().map(\.kernel)
-        return (kernelNames, try interpreter.outputFloats(at: 0))
+        let timings = interpreter.invokeProfiled()
+        return (timings.map(\.kernel), timings.map(\.operatorName), try interpreter.outputFloats(at: 0))
     }
 
     private func check(_ c: Case, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -80,9 +80,10 @@ final class InvertedResidualBandsTests: XCTestCase {
         for threads in [1, 2] {
             let banded = try run(model(c), .optimized, threads: threads)
             let unbanded = try run(model(separate), .optimized, threads: threads)
-            XCTAssertEqual(banded.kernels.filter { $0 == "InvertedResidualBandKernel" }.count, 1, "\(c): \(banded.kernels)",
+            XCTAssertEqual(banded.kernels.filter { $0 == "BandChainKernel" }.count, 1, "\(c): \(banded.kernels)",
                            file: file, line: line)
-            XCTAssertFalse(unbanded.kernels.contains("InvertedResidualBandKernel"), "\(c): the expanded tensor is read elsewhere",
+            XCTAssertTrue(banded.names.contains("CONV_2D+DEPTHWISE_CONV_2D+CONV_2D"), "\(banded.names)", file: file, line: line)
+            XCTAssertFalse(unbanded.kernels.contains("BandChainKernel"), "\(c): the expanded tensor is read elsewhere",
                            file: file, line: line)
             XCTAssertEqual(banded.output.map(\.bitPattern), unbanded.output.map(\.bitPattern),
                            "\(c), \(threads) threads: differs from the operators run one after the other", file: file, line: line)
@@ -102,7 +103,7 @@ final class InvertedResidualBandsTests: XCTestCase {
 
     func testSmallBlocksKeepTheirOperators() throws {
         let small = try run(model(Case(expanded: 64)), .optimized, threads: 1)
-        XCTAssertFalse(small.kernels.contains("InvertedResidualBandKernel"), "\(small.kernels)")
+        XCTAssertFalse(small.kernels.contains("BandChainKernel"), "\(small.kernels)")
         XCTAssertTrue(small.kernels.contains("OptimizedDepthwiseFloatKernel"))
     }
 }

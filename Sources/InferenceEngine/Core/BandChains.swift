@@ -1,0 +1,163 @@
+import TFLiteFormat
+
+/// Runs a MobileNet v2 inverted residual block — float 1×1 expansion, depthwise convolution, 1×1
+/// projection (its residual ADD folded in or not) — as one operator that goes down the image in
+/// bands of ``bandRows`` output rows when the interpreter has one thread: for each band, every
+/// layer computes the rows the next layer's band reads, then the next layer.
+///
+/// Run one after the other, the layers pass whole tensors through memory (DeepLab's 33 × 33 × 480:
+/// 2 MB each, as large as this core's L2), and each layer reads its input back from L3. In bands,
+/// each tensor is read while its band is still in L2. Every output is computed by the same kernels
+/// over the same values, so results are bitwise those of the layers run one after the other (and
+/// of 2 threads, where the chain runs as its layers, each split over the threads).
+///
+/// Planned after the other folds, on three consecutive prepared operators where each reads the
+/// previous one's only output and nothing else reads it, when the expanded tensor is at least
+/// ``minimumLinkBytes``. Measured in a C harness of DeepLab's blocks (median of 400 runs):
+/// 80→480→80 with dilation 2 1343 → 1261 µs and dilation 4 1347 → 1266 µs, 48→288→48 520 → 506 µs,
+/// 32→192→32 (836 KB passed along) unchanged.
+enum BandChains {
+    /// Smallest expanded tensor that makes a block worth banding.
+    static let minimumLinkBytes = 1 << 20
+    /// Output rows of the block's last layer per band.
+    static let bandRows = 4
+
+    /// Replaces each inverted residual block of `prepared` that qualifies by one banded operator.
+    /// `names`: each operator's name by its index in the subgraph.
+    ///
+    /// Only whole blocks (1×1, depthwise, 1×1) are banded. Other chains measured no better or
+    /// worse (deeplabv3 at 1 thread, 40-run medians): DeepLab's 1×1 head (160→256→256→21) 1.635 ms
+    /// either way; chains of up to 3 layers taken greedily from the first layer (which cut the
+    /// first block in two) 0.09 ms slower over the first two blocks; longer chains (up to 6
+    /// layers: every band goes through all their weights) 10.95–11.04 → 11.07–11.08 ms.
+    static func plan(_ prepared: inout [ResidualFusion.Entry], tensors: [TensorInfo], readers: [Int: Int],
+                     graphOutputs: Set<Int>, graph: Subgraph, names: (Int) -> String) {
+        func isPrivate(_ tensor: Int) -> Bool {
+            tensor >= 0 && tensor < tensors.count && readers[tensor] == 1 && !graphOutputs.contains(tensor)
+                && !graph.tensors[tensor].isVariable
+        }
+        func stage(_ entry: ResidualFusion.Entry) -> BandStage? {
+            guard entry.scratch == 0, entry.outputs.count == 1 else { return nil }
+            if let conv = entry.kernel as? OptimizedConvFloatKernel, conv.isPointwise { return .pointwise(conv) }
+            if let depthwise = entry.kernel as? OptimizedDepthwiseFloatKernel, depthwise.batches == 1 { return .depthwise(depthwise) }
+            return nil
+        }
+        var i = 0
+        while i + 2 < prepared.count {
+            let chain = prepared[i...i + 2]
+            guard let expand = stage(prepared[i]), case .pointwise = expand,
+                  let depthwise = stage(prepared[i + 1]), case .depthwise = depthwise,
+                  let project = stage(prepared[i + 2]), case .pointwise = project,
+                  zip(chain.dropLast(), chain.dropFirst()).allSatisfy({ $1.inputs.first == $0.outputs[0] && isPrivate($0.outputs[0]) }),
+                  tensors[prepared[i].outputs[0]].byteCount >= minimumLinkBytes
+            else {
+                i += 1
+                continue
+            }
+            let kernel = BandChainKernel(stages: [expand, depthwise, project], operands: chain.flatMap { [$0.inputs, $0.outputs] },
+                                         operatorNames: chain.map { names($0.op) })
+            // The node reads what the layers read from outside the block and writes every layer's output.
+            let inputs = chain.enumerated().flatMap { $0.offset == 0 ? $0.element.inputs : Array($0.element.inputs.dropFirst()) }
+            prepared[i] = (op: prepared[i].op, inputs: inputs, outputs: chain.flatMap(\.outputs), kernel: kernel, scratch: 0)
+            prepared.removeSubrange(i + 1...i + 2)
+            i += 1
+        }
+    }
+}
+
+/// A layer of a ``BandChains`` chain.
+enum BandStage: Sendable {
+    case pointwise(OptimizedConvFloatKernel)
+    case depthwise(OptimizedDepthwiseFloatKernel)
+
+    var outputRows: Int {
+        switch self {
+        case .pointwise(let k): Int(k.geometry.out_h)
+        case .depthwise(let k): Int(k.geometry.out_h)
+        }
+    }
+
+    /// Input rows that output rows [0, rows) read.
+    func inputRows(forOutputRows rows: Int) -> Int {
+        switch self {
+        case .pointwise: return rows
+        case .depthwise(let k):
+            let g = k.geometry
+            guard rows > 0 else { return 0 }
+            return min(Int(g.in_h), max(0, (rows - 1) * Int(g.stride_h) - Int(g.pad_top) + (Int(g.k_h) - 1) * Int(g.dil_h) + 1))
+        }
+    }
+
+    /// Output rows `rows` on the calling thread.
+    func run(_ io: KernelIO, rows: Range<Int>) {
+        switch self {
+        case .pointwise(let k): k.runPixels(io, rows.lowerBound * Int(k.geometry.out_w)..<rows.upperBound * Int(k.geometry.out_w))
+        case .depthwise(let k): k.runRows(io, rows)
+        }
+    }
+
+    /// The whole layer, split over the interpreter's threads.
+    func run(_ io: KernelIO) {
+        switch self {
+        case .pointwise(let k): k.run(io)
+        case .depthwise(let k): k.run(io)
+        }
+    }
+}
+
+/// The layers of a ``BandChains`` chain, each run with its own operands (tensor indices kept from
+/// their nodes).
+struct BandChainKernel: Kernel, FusedKernel {
+    let stages: [BandStage]
+    /// Tensor indices: each layer's inputs, then its outputs, layer after layer.
+    let operands: ContiguousArray<Int32>
+    /// Per layer: input count, output count.
+    let counts: [Int]
+    let operatorNames: [String]
+
+    init(stages: [BandStage], operands: [[Int]], operatorNames: [String]) {
+        self.stages = stages
+        self.operands = ContiguousArray(operands.joined().map { Int32($0) })
+        counts = operands.map(\.count)
+        self.operatorNames = operatorNames
+    }
+
+    func run(_ io: KernelIO) {
+        let n = stages.count
+        guard counts.count == 2 * n else { return }
+        operands.withUnsafeBufferPointer { indices in
+            guard let base = indices.baseAddress else { return }
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: 3 * n) { scratch in
+                guard let s = scratch.baseAddress else { return }
+                let starts = s, done = s + n, needed = s + 2 * n
+                var at = 0
+                for k in 0..<n {
+                    starts[k] = at
+                    at += counts[2 * k] + counts[2 * k + 1]
+                    done[k] = 0
+                }
+                func part(_ k: Int) -> KernelIO {
+                    let inputs = base + starts[k]
+                    return KernelIO(tensors: io.tensors, inputIndices: inputs, inputCount: counts[2 * k],
+                                    outputIndices: inputs + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,
+                                    parallel: io.parallel)
+                }
+                guard io.parallel.threadCount == 1 else {
+                    for k in 0..<n { stages[k].run(part(k)) }
+                    return
+                }
+                let rows = stages[n - 1].outputRows
+                var end = 0
+                while end < rows {
+                    end = min(rows, end + BandChains.bandRows)
+                    needed[n - 1] = end
+                    for k in stride(from: n - 2, through: 0, by: -1) { needed[k] = stages[k + 1].inputRows(forOutputRows: needed[k + 1]) }
+                    for k in 0..<n where needed[k] > done[k] {
+                        stages[k].run(part(k), rows: done[k]..<needed[k])
+                        done[k] = needed[k]
+                    }
+                }
+            }
+        }
+    }
+}
