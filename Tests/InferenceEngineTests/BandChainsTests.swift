@@ -5,7 +5,9 @@ import XCTest
 
 /// A float inverted residual block whose expanded tensor is 1 MiB or more (1×1 expansion,
 /// depthwise 3×3, 1×1 projection, with or without its residual ADD) runs as one operator, in bands
-/// of rows at 1 thread: results bitwise those of the three operators, at 1 and 2 threads.
+/// of rows at 1 thread; a short depthwise layer and the 1×1 after it run as one operator whose
+/// threads each take their rows of both. Results are bitwise those of the operators run one after
+/// the other, at 1, 2 and 3 threads.
 final class BandChainsTests: XCTestCase {
     private struct Case {
         var height = 13, width = 11, channels = 8, expanded = 1856
@@ -13,6 +15,8 @@ final class BandChainsTests: XCTestCase {
         var residual = true
         /// The expanded tensor is also a model output (then the block cannot run in bands).
         var expandedIsOutput = false
+        /// The depthwise output is also a model output (then no layers are joined).
+        var filteredIsOutput = false
     }
 
     private func model(_ c: Case) -> [UInt8] {
@@ -54,7 +58,7 @@ final class BandChainsTests: XCTestCase {
                           builtinOptionsType: O.add, builtinOptions: [(0, .int8(0))])
         }
         b.inputs = [x]
-        b.outputs = c.expandedIsOutput ? [output, expanded] : [output]
+        b.outputs = [output] + (c.expandedIsOutput ? [expanded] : []) + (c.filteredIsOutput ? [filtered] : [])
         return b.build().bytes
     }
 
@@ -83,7 +87,7 @@ final class BandChainsTests: XCTestCase {
             XCTAssertEqual(banded.kernels.filter { $0 == "BandChainKernel" }.count, 1, "\(c): \(banded.kernels)",
                            file: file, line: line)
             XCTAssertTrue(banded.names.contains("CONV_2D+DEPTHWISE_CONV_2D+CONV_2D"), "\(banded.names)", file: file, line: line)
-            XCTAssertFalse(unbanded.kernels.contains("BandChainKernel"), "\(c): the expanded tensor is read elsewhere",
+            XCTAssertFalse(unbanded.names.contains("CONV_2D+DEPTHWISE_CONV_2D+CONV_2D"), "\(c): the expanded tensor is read elsewhere",
                            file: file, line: line)
             XCTAssertEqual(banded.output.map(\.bitPattern), unbanded.output.map(\.bitPattern),
                            "\(c), \(threads) threads: differs from the operators run one after the other", file: file, line: line)
@@ -101,9 +105,25 @@ final class BandChainsTests: XCTestCase {
         try check(Case(height: 14, stride: 2, residual: false))
     }
 
-    func testSmallBlocksKeepTheirOperators() throws {
-        let small = try run(model(Case(expanded: 64)), .optimized, threads: 1)
-        XCTAssertFalse(small.kernels.contains("BandChainKernel"), "\(small.kernels)")
-        XCTAssertTrue(small.kernels.contains("OptimizedDepthwiseFloatKernel"))
+    /// A small block is not banded, but its depthwise layer and projection (short operators) run
+    /// as one node whose threads each take their rows of both: bitwise the same at 1, 2 and 3
+    /// threads as the layers run one after the other.
+    func testSmallBlocksPairTheirDepthwiseAndProjection() throws {
+        for c in [Case(expanded: 64), Case(height: 14, expanded: 48, stride: 2, residual: false)] {
+            var separate = c
+            separate.filteredIsOutput = true
+            let reference = try run(model(c), .reference, threads: 1).output
+            let scale = max(1, reference.map { abs($0) }.max() ?? 1)
+            for threads in [1, 2, 3] {
+                let paired = try run(model(c), .optimized, threads: threads)
+                let unpaired = try run(model(separate), .optimized, threads: threads)
+                XCTAssertEqual(paired.names.filter { $0 == "DEPTHWISE_CONV_2D+CONV_2D" }.count, 1, "\(c): \(paired.names)")
+                XCTAssertTrue(paired.kernels.contains("OptimizedConvFloatKernel"), "the expansion runs alone: \(paired.kernels)")
+                XCTAssertTrue(unpaired.kernels.contains("OptimizedDepthwiseFloatKernel"), "\(unpaired.kernels)")
+                XCTAssertEqual(paired.output.map(\.bitPattern), unpaired.output.map(\.bitPattern), "\(c), \(threads) threads")
+                let error = zip(paired.output, reference).map { abs($0 - $1) / scale }.max() ?? .infinity
+                XCTAssertLessThan(error, 1e-5, "\(c), \(threads) threads vs the reference kernels")
+            }
+        }
     }
 }

@@ -3,7 +3,12 @@ import TFLiteFormat
 /// Runs a MobileNet v2 inverted residual block — float 1×1 expansion, depthwise convolution, 1×1
 /// projection (its residual ADD folded in or not) — as one operator that goes down the image in
 /// bands of ``bandRows`` output rows when the interpreter has one thread: for each band, every
-/// layer computes the rows the next layer's band reads, then the next layer.
+/// layer computes the rows the next layer's band reads, then the next layer. And a short float
+/// depthwise layer with the 1×1 convolution after it (under ``ParallelRunner/shortOperatorWork``
+/// together) as one operator whose threads each run their rows of both: the 1×1 layer reads only
+/// its own pixels, so there is no join between the two and no depthwise output crosses cores
+/// (2 threads: mobilenet_v1_0.25 float 0.437 → 0.422 ms, BlazeFace 0.452 → 0.430 ms, selfie
+/// segmentation 1.19 → 1.17 ms; at 1 thread the two run one after the other as before).
 ///
 /// Run one after the other, the layers pass whole tensors through memory (DeepLab's 33 × 33 × 480:
 /// 2 MB each, as large as this core's L2), and each layer reads its input back from L3. In bands,
@@ -62,6 +67,26 @@ enum BandChains {
             prepared.removeSubrange(i + 1...i + 2)
             i += 1
         }
+        // Short depthwise → 1×1 pairs: at 2 or more threads each thread runs its rows of both, with
+        // no join between them (the 1×1 layer reads only its own pixels of the depthwise output).
+        i = 0
+        while i + 1 < prepared.count {
+            let pair = prepared[i...i + 1]
+            guard let depthwise = stage(prepared[i]), case .depthwise = depthwise,
+                  let pointwise = stage(prepared[i + 1]), case .pointwise = pointwise,
+                  prepared[i + 1].inputs.first == prepared[i].outputs[0], isPrivate(prepared[i].outputs[0]),
+                  depthwise.work + pointwise.work < ParallelRunner.shortOperatorWork
+            else {
+                i += 1
+                continue
+            }
+            let kernel = BandChainKernel(stages: [depthwise, pointwise], operands: pair.flatMap { [$0.inputs, $0.outputs] },
+                                         operatorNames: pair.map { names($0.op) }, rowsPerThread: true)
+            let inputs = prepared[i].inputs + prepared[i + 1].inputs.dropFirst()
+            prepared[i] = (op: prepared[i].op, inputs: inputs, outputs: pair.flatMap(\.outputs), kernel: kernel, scratch: 0)
+            prepared.remove(at: i + 1)
+            i += 1
+        }
     }
 }
 
@@ -69,6 +94,16 @@ enum BandChains {
 enum BandStage: Sendable {
     case pointwise(OptimizedConvFloatKernel)
     case depthwise(OptimizedDepthwiseFloatKernel)
+
+    /// Multiply-accumulates of one invoke.
+    var work: Int {
+        switch self {
+        case .pointwise(let k): return k.work
+        case .depthwise(let k):
+            let g = k.geometry
+            return Int(g.out_h) * Int(g.out_w) * Int(g.out_c) * Int(g.k_h) * Int(g.k_w)
+        }
+    }
 
     var outputRows: Int {
         switch self {
@@ -114,12 +149,18 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// Per layer: input count, output count.
     let counts: [Int]
     let operatorNames: [String]
+    /// Each layer after the first reads only the same rows of the layer before (a depthwise layer
+    /// and the 1×1 after it): with several threads, each runs its rows of every layer, no join
+    /// between the layers; with one, the layers run one after the other. Otherwise (an inverted
+    /// residual block): bands at one thread, the layers one after the other with several.
+    let rowsPerThread: Bool
 
-    init(stages: [BandStage], operands: [[Int]], operatorNames: [String]) {
+    init(stages: [BandStage], operands: [[Int]], operatorNames: [String], rowsPerThread: Bool = false) {
         self.stages = stages
         self.operands = ContiguousArray(operands.joined().map { Int32($0) })
         counts = operands.map(\.count)
         self.operatorNames = operatorNames
+        self.rowsPerThread = rowsPerThread
     }
 
     func run(_ io: KernelIO) {
@@ -141,6 +182,18 @@ struct BandChainKernel: Kernel, FusedKernel {
                     return KernelIO(tensors: io.tensors, inputIndices: inputs, inputCount: counts[2 * k],
                                     outputIndices: inputs + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,
                                     parallel: io.parallel)
+                }
+                if rowsPerThread {
+                    guard io.parallel.threadCount > 1 else {
+                        for k in 0..<n { stages[k].run(part(k)) }
+                        return
+                    }
+                    let rows = stages[0].outputRows, pieces = min(rows, io.parallel.threadCount)
+                    io.parallel.forEach(pieces) { piece in
+                        let range = ConvolutionSupport.range(piece: piece, of: pieces, count: rows)
+                        for k in 0..<n { stages[k].run(part(k), rows: range) }
+                    }
+                    return
                 }
                 guard io.parallel.threadCount == 1 else {
                     for k in 0..<n { stages[k].run(part(k)) }

@@ -180,14 +180,15 @@ public final class Model: @unchecked Sendable {
             }
         }
 
-        // Chains of 1×1 and depthwise layers passing large tensors run in bands of rows on one thread (BandChains).
+        // A memory-bound layer's weights are prefetched by a compute-bound one before it.
+        weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
+        // Large inverted residual blocks run in bands of rows on one thread, short depthwise → 1×1
+        // pairs as one operator split by rows (BandChains; a prefetching layer stays alone).
         if options.kernels.instructionSet != nil {
             BandChains.plan(&prepared, tensors: tensors, readers: readers, graphOutputs: graphOutputs, graph: graph) {
                 file.operatorCode(of: graph.operators[$0]).displayName
             }
         }
-        // A memory-bound layer's weights are prefetched by a compute-bound one before it.
-        weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
 
         // Plan the arena over the remaining nodes.
         let plan = try ModelCompiler.planArena(graph: graph, tensors: tensors, nodes: prepared.map { ($0.inputs, $0.outputs, $0.scratch) }, options: options)
