@@ -50,9 +50,11 @@ enum BandChains {
         var i = 0
         while i + 2 < prepared.count {
             let chain = prepared[i...i + 2]
-            guard let expand = stage(prepared[i]), case .pointwise = expand,
+            // (A layer that prefetches a later layer's weights at 1 thread is not banded: the bands
+            // run without the prefetch.)
+            guard let expand = stage(prepared[i]), case .pointwise(let e) = expand, e.prefetch == nil,
                   let depthwise = stage(prepared[i + 1]), case .depthwise = depthwise,
-                  let project = stage(prepared[i + 2]), case .pointwise = project,
+                  let project = stage(prepared[i + 2]), case .pointwise(let p) = project, p.prefetch == nil,
                   zip(chain.dropLast(), chain.dropFirst()).allSatisfy({ $1.inputs.first == $0.outputs[0] && isPrivate($0.outputs[0]) }),
                   tensors[prepared[i].outputs[0]].byteCount >= minimumLinkBytes
             else {
@@ -68,7 +70,8 @@ enum BandChains {
             i += 1
         }
         // Short depthwise → 1×1 pairs: at 2 or more threads each thread runs its rows of both, with
-        // no join between them (the 1×1 layer reads only its own pixels of the depthwise output).
+        // no join between them (the 1×1 layer reads only its own pixels of the depthwise output);
+        // at 1 thread each layer runs whole, a weight prefetch included.
         i = 0
         while i + 1 < prepared.count {
             let pair = prepared[i...i + 1]

@@ -183,7 +183,7 @@ public final class Model: @unchecked Sendable {
         // A memory-bound layer's weights are prefetched by a compute-bound one before it.
         weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
         // Large inverted residual blocks run in bands of rows on one thread, short depthwise → 1×1
-        // pairs as one operator split by rows (BandChains; a prefetching layer stays alone).
+        // pairs as one operator split by rows (BandChains).
         if options.kernels.instructionSet != nil {
             BandChains.plan(&prepared, tensors: tensors, readers: readers, graphOutputs: graphOutputs, graph: graph) {
                 file.operatorCode(of: graph.operators[$0]).displayName

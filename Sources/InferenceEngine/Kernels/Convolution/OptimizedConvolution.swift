@@ -265,16 +265,17 @@ struct OptimizedConvFloatKernel: Kernel {
 }
 
 extension OptimizedConvFloatKernel {
-    /// A 1×1, stride-1, unpadded convolution of one image, nothing folded in but a residual: what
-    /// ``InvertedResidualBands`` runs in bands of pixels.
+    /// A 1×1, stride-1, unpadded convolution of one image, nothing folded in but a residual (and a
+    /// weight prefetch, which only ``run(_:)`` at 1 thread issues): what ``BandChains`` runs in
+    /// pieces of rows.
     var isPointwise: Bool {
         geometry.k_h == 1 && geometry.k_w == 1 && geometry.stride_h == 1 && geometry.stride_w == 1 && geometry.pad_top == 0
             && geometry.pad_left == 0 && geometry.in_h == geometry.out_h && geometry.in_w == geometry.out_w && batches == 1
-            && firstLayer == nil && prefetch == nil
+            && firstLayer == nil
     }
 
     /// Output pixels `pixels` of image 0 (every channel, the residual included) on the calling
-    /// thread: the values ``run(_:)`` computes for them.
+    /// thread: the values ``run(_:)`` computes for them (without its weight prefetch).
     func runPixels(_ io: KernelIO, _ pixels: Range<Int>) {
         guard !pixels.isEmpty else { return }
         let input = io.input(0, as: Float.self)
