@@ -127,6 +127,69 @@ void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begi
     logistic_portable(input, output, begin, end);
 }
 
+// ---- float softmax (see ckernels.h) ----
+
+static void softmax_row_portable(const float *x, float *y, size_t depth, float beta) {
+    float maximum = x[0];
+    for (size_t i = 1; i < depth; i++)
+        if (x[i] > maximum) maximum = x[i];
+    float sum = 0;
+    for (size_t i = 0; i < depth; i++) {
+        const float e = expf((x[i] - maximum) * beta);
+        y[i] = e;
+        sum += e;
+    }
+    const float inverse = 1 / sum;
+    for (size_t i = 0; i < depth; i++) y[i] *= inverse;
+}
+
+#if CK_X86
+/// One row of at least 16 values, none NaN or infinite (else 0 and nothing written).
+CK_TARGET_AVX512
+static int softmax_row_avx512(const float *x, float *y, size_t depth, float beta) {
+    __m512 vmax = _mm512_set1_ps(x[0]);
+    __mmask16 special = 0;
+    for (size_t i = 0; i < depth; i += 16) {
+        const size_t left = depth - i;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        special |= _mm512_mask_fpclass_ps_mask(m, v, 0x99);  // QNaN, +inf, -inf, SNaN
+        vmax = _mm512_mask_max_ps(vmax, m, vmax, v);
+    }
+    if (special) return 0;
+    const __m512 maximum = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), vbeta = _mm512_set1_ps(beta);
+    __m512 vsum = _mm512_setzero_ps();
+    for (size_t i = 0; i < depth; i += 16) {
+        const size_t left = depth - i;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __m512 e = exp_avx512(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), maximum), vbeta));
+        _mm512_mask_storeu_ps(y + i, m, e);
+        vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+    }
+    const __m512 inverse = _mm512_set1_ps(1 / _mm512_reduce_add_ps(vsum));
+    for (size_t i = 0; i < depth; i += 16) {
+        const size_t left = depth - i;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inverse));
+    }
+    return 1;
+}
+#endif
+
+void ck_softmax_f32(int32_t isa, const float *input, float *output, size_t rows, size_t depth, float beta) {
+    if (depth == 0) return;
+    for (size_t r = 0; r < rows; r++) {
+        const float *x = input + r * depth;
+        float *y = output + r * depth;
+#if CK_X86
+        if (isa >= CK_ISA_AVX512 && depth >= 16 && softmax_row_avx512(x, y, depth, beta)) continue;
+#else
+        (void)isa;
+#endif
+        softmax_row_portable(x, y, depth, beta);
+    }
+}
+
 // ---- 8-bit quantized ADD/SUB (see ckernels.h) ----
 
 static inline int32_t qadd_high_mul(int32_t a, int32_t b) {

@@ -207,6 +207,38 @@ final class OptimizedFloatKernelTests: XCTestCase {
         }
     }
 
+    /// SOFTMAX: rows of 1,001 (a classifier), 21 (a vector and a masked tail) and 7 values (under a
+    /// vector: the scalar loop), betas 1 and 0.5, at 1 and 2 threads; rows with a NaN or an
+    /// infinity go through the reference's scalar loop, so they match it exactly (NaNs included).
+    func testSoftmaxMatchesReference() throws {
+        var rng = SeededGenerator(seed: 50)
+        for (rows, depth, beta) in [(3, 1001, Float(1)), (5, 21, 0.5), (4, 7, 1)] {
+            var values = random(rows * depth, &rng, range: -30...30)
+            if depth >= 21 {
+                values[depth + 3] = .nan          // row 1
+                values[2 * depth + 5] = .infinity // row 2
+            }
+            let input = TensorValue.float32(values, shape: [1, rows, depth])
+            let expected = try KernelRunner.run(.softmax, options: .softmax(beta: beta), inputs: [input], outputs: [.float32],
+                                                kernels: .reference)[0].floats
+            for selection in Self.selections {
+                for threads in [1, 2] {
+                    let actual = try KernelRunner.run(.softmax, options: .softmax(beta: beta), inputs: [input], outputs: [.float32],
+                                                      threads: threads, kernels: selection)[0].floats
+                    XCTAssertEqual(actual.count, expected.count)
+                    for (i, (a, e)) in zip(actual, expected).enumerated() {
+                        let special = depth >= 21 && (i / depth == 1 || i / depth == 2)
+                        if special || e.isNaN {
+                            XCTAssertEqual(a.bitPattern, e.bitPattern, "\(selection): softmax row \(i / depth) element \(i % depth)")
+                        } else {
+                            XCTAssertLessThanOrEqual(abs(a - e), max(2e-6 * e, 1e-30), "\(selection) \(threads) threads: \(a) vs \(e)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     func testLogisticMatchesReference() throws {
         var rng = SeededGenerator(seed: 46)
         var values = random(1000, &rng, range: -20...20) + [0, -0.0, 88, -88, 100, -100, .infinity, -.infinity, .nan]

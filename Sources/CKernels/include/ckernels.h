@@ -187,6 +187,13 @@ void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 /// relative of libm's result; below exp's range the result is ~4e-39 instead of 0), NaN gives NaN.
 void ck_logistic_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
 
+/// SOFTMAX of `rows` rows of `depth` values: exp((x - max) * beta) / sum. AVX-512, rows of 16 or
+/// more values without NaN or infinity: exp as in ck_logistic_f32 (within 5e-7 relative of libm's)
+/// and the sum in vector lanes (each probability within about 1e-6 relative of the scalar
+/// evaluation); other rows (and other instruction sets) exactly as the scalar loop of the
+/// reference kernel: the maximum by `>` from x[0], libm's expf, the sum in order.
+void ck_softmax_f32(int32_t isa, const float *input, float *output, size_t rows, size_t depth, float beta);
+
 /// HARD_SWISH x * min(6, max(0, x + 3)) * (1/6), evaluated in that order (bit-identical to the
 /// reference kernel); a NaN input gives NaN.
 void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
