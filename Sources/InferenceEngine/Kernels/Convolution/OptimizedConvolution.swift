@@ -276,7 +276,10 @@ extension OptimizedConvFloatKernel {
 
     /// Output pixels `pixels` of image 0 (every channel, the residual included) on the calling
     /// thread: the values ``run(_:)`` computes for them (without its weight prefetch).
-    func runPixels(_ io: KernelIO, _ pixels: Range<Int>) {
+    ///
+    /// `prefetchShare` (piece, pieces): also bring that share of the prefetch target's weights
+    /// into L2 (``WeightPrefetch``), for a thread that will compute that share of the target.
+    func runPixels(_ io: KernelIO, _ pixels: Range<Int>, prefetchShare: (piece: Int, pieces: Int)? = nil) {
         guard !pixels.isEmpty else { return }
         let input = io.input(0, as: Float.self)
         let output = io.output(0, as: Float.self)
@@ -291,6 +294,12 @@ extension OptimizedConvFloatKernel {
                                             before: Int32(residual.before), lo: residual.lo, hi: residual.hi)
                     ck_conv_f32_residual(isa, &g, input, w, output, Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks,
                                          floatMin, floatMax, z, nil, &r)
+                } else if let prefetch, let share = prefetchShare, share.pieces > 0 {
+                    prefetch.withUnsafeBytes { lines in
+                        let start = lines.count * share.piece / share.pieces, end = lines.count * (share.piece + 1) / share.pieces
+                        ck_conv_f32_prefetching(isa, &g, input, w, output, Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks,
+                                                floatMin, floatMax, z, nil, lines.baseAddress.map { $0 + start }, end - start)
+                    }
                 } else {
                     ck_conv_f32(isa, &g, input, w, output, Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks,
                                 floatMin, floatMax, z, nil)
