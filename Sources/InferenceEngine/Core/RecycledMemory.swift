@@ -1,4 +1,4 @@
-import Synchronization
+import Foundation
 
 /// Large blocks of memory (tensor arenas, packed weights) of interpreters and models that have
 /// gone away, kept for the next ones of the process.
@@ -27,21 +27,24 @@ enum RecycledMemory {
         let byteCount: Int
     }
 
-    private static let blocks = Mutex<[Block]>([])
+    /// The kept blocks, guarded by `lock` (an NSLock, a pthread mutex that Thread Sanitizer sees;
+    /// with Synchronization's Mutex it reported the accesses under the lock as races).
+    nonisolated(unsafe) private static var kept: [Block] = []
+    private static let lock = NSLock()
 
     /// A 64-byte aligned block of at least `byteCount` bytes and its actual size: a kept one when
     /// one fits, else a new allocation. Its contents are undefined.
     static func take(byteCount: Int) -> (pointer: UnsafeMutableRawPointer, byteCount: Int) {
         let needed = max(byteCount, 64)
         if needed >= minimumBlock {
-            let kept: Block? = blocks.withLock { blocks in
+            let block: Block? = lock.withLock {
                 var best: Int?
-                for (i, block) in blocks.enumerated() where block.byteCount >= needed && block.byteCount / 2 <= needed {
-                    if best.map({ block.byteCount < blocks[$0].byteCount }) ?? true { best = i }
+                for (i, block) in kept.enumerated() where block.byteCount >= needed && block.byteCount / 2 <= needed {
+                    if best.map({ block.byteCount < kept[$0].byteCount }) ?? true { best = i }
                 }
-                return best.map { blocks.remove(at: $0) }
+                return best.map { kept.remove(at: $0) }
             }
-            if let kept, let pointer = UnsafeMutableRawPointer(bitPattern: kept.address) { return (pointer, kept.byteCount) }
+            if let block, let pointer = UnsafeMutableRawPointer(bitPattern: block.address) { return (pointer, block.byteCount) }
         }
         return (UnsafeMutableRawPointer.allocate(byteCount: needed, alignment: 64), needed)
     }
@@ -53,11 +56,11 @@ enum RecycledMemory {
             return
         }
         var freed: [Int] = []
-        blocks.withLock { blocks in
-            blocks.append(Block(address: Int(bitPattern: pointer), byteCount: byteCount))
-            var total = blocks.reduce(0) { $0 + $1.byteCount }
-            while blocks.count > capacity || total > limit {
-                let oldest = blocks.removeFirst()
+        lock.withLock {
+            kept.append(Block(address: Int(bitPattern: pointer), byteCount: byteCount))
+            var total = kept.reduce(0) { $0 + $1.byteCount }
+            while kept.count > capacity || total > limit {
+                let oldest = kept.removeFirst()
                 total -= oldest.byteCount
                 freed.append(oldest.address)
             }
