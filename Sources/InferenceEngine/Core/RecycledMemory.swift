@@ -85,8 +85,6 @@ final class PackedBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
 
     deinit { RecycledMemory.give(base, byteCount: byteCount) }
 
-    var isEmpty: Bool { count == 0 }
-
     func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R {
         try body(UnsafeBufferPointer(start: base.assumingMemoryBound(to: Element.self), count: count))
     }

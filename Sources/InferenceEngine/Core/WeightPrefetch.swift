@@ -10,9 +10,11 @@ import CKernels
 /// layer's AVX-512 tiles then issues one prefetch of the classifier's packed weights
 /// (``ck_conv_f32_prefetching``), so the lines arrive while the FMAs run.
 ///
-/// Only at 1 thread: with several, the host's pieces would pull the lines into the L2 of whichever
-/// core ran them, and the target's pieces (split by channel blocks) would read them from there.
-/// Prefetches change no result.
+/// The host's own pieces prefetch only at 1 thread: with several, its pieces (split by pixels) would
+/// pull the lines into the L2 of whichever core ran them, and the target's pieces (split by channel
+/// blocks) would read them from there. At 2 or more threads the host prefetches when it runs as
+/// half of a depthwise → 1×1 pair (``BandChains``): each thread then brings in the share of the
+/// target's weights it computes there. Prefetches change no result.
 enum WeightPrefetch {
     /// A target's packed weights are at least this large (smaller ones come from L2 or L3 quickly).
     static let minimumTargetBytes = 256 << 10
