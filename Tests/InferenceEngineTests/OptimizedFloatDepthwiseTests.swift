@@ -66,7 +66,7 @@ extension OptimizedFloatKernelTests {
         try checkDepthwise(cases, seed: 62)
     }
 
-    /// Dilated 3×3 (deeplab's 2 and 4), the generic kernel (other widths, strides, dilations,
+    /// Dilated 3×3 (deeplab's 2 and 4; by 2 in row pairs), the generic kernel (other widths, strides, dilations,
     /// non-square filters, different vertical and horizontal strides), and deep layers with many
     /// channel chunks.
     func testDepthwiseDilatedAndGeneric() throws {
@@ -85,6 +85,11 @@ extension OptimizedFloatKernelTests {
             DepthwiseCase(h: 15, w: 13, c: 16, kh: 5, kw: 5, dilation: (3, 1), padding: .valid),
             DepthwiseCase(h: 20, w: 7, c: 100, kh: 3, kw: 3, batches: 2),
             DepthwiseCase(h: 17, w: 9, c: 264, kh: 3, kw: 3, dilation: (2, 2)),
+            // Dilated by 2, rows go in pairs (y, y + 2) in groups of 4 and the rest one by one:
+            // heights with every remainder, pieces starting anywhere.
+            DepthwiseCase(h: 21, w: 19, c: 40, kh: 3, kw: 3, dilation: (2, 2), activation: .none),
+            DepthwiseCase(h: 6, w: 9, c: 16, kh: 3, kw: 3, dilation: (2, 2), padding: .valid),
+            DepthwiseCase(h: 14, w: 33, c: 48, kh: 3, kw: 3, dilation: (2, 2)),
         ]
         try checkDepthwise(cases, seed: 63)
     }

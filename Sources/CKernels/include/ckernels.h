@@ -139,6 +139,13 @@ void ck_dwconv_f32(int32_t isa, const ck_conv_geometry *g, const float *input, c
                    const float *bias, float *output, int32_t row_begin, int32_t row_end,
                    float out_min, float out_max);
 
+/// ck_dwconv_f32 over an input of `ring_rows` rows that holds input row y at y mod ring_rows
+/// (a window of the rows a band of output rows reads; ring_rows 0: the whole input, row y at y).
+/// The rows the call reads must be in the window; the results are those of the whole input.
+void ck_dwconv_f32_ring(int32_t isa, const ck_conv_geometry *g, const float *input, int32_t ring_rows,
+                        const float *weights, const float *bias, float *output, int32_t row_begin, int32_t row_end,
+                        float out_min, float out_max);
+
 // ---------------------------------------------------------------------------------------------
 // float32 transposed convolution, computed per output pixel (a gather: no scatter, no zeroing
 // pass). `g` describes the transposed op: in_* is its input, out_* its output, k_* the filter,

@@ -126,13 +126,30 @@ enum BandStage: Sendable {
         }
     }
 
+    /// The first input row output row `row` reads (at most).
+    func firstInputRow(forOutputRow row: Int) -> Int {
+        switch self {
+        case .pointwise: return row
+        case .depthwise(let k): return max(0, row * Int(k.geometry.stride_h) - Int(k.geometry.pad_top))
+        }
+    }
+
+    /// Bytes of one output row.
+    var outputRowBytes: Int {
+        switch self {
+        case .pointwise(let k): 4 * Int(k.geometry.out_w) * Int(k.geometry.out_c)
+        case .depthwise(let k): 4 * Int(k.geometry.out_w) * Int(k.geometry.out_c)
+        }
+    }
+
     /// Output rows `rows` on the calling thread (`prefetchShare`: see
-    /// ``OptimizedConvFloatKernel/runPixels(_:_:prefetchShare:)``).
-    func run(_ io: KernelIO, rows: Range<Int>, prefetchShare: (piece: Int, pieces: Int)? = nil) {
+    /// ``OptimizedConvFloatKernel/runPixels(_:_:prefetchShare:)``; `ringRows`: a depthwise layer's
+    /// input holds row y at y mod ringRows, see ``ck_dwconv_f32_ring``).
+    func run(_ io: KernelIO, rows: Range<Int>, prefetchShare: (piece: Int, pieces: Int)? = nil, ringRows: Int = 0) {
         switch self {
         case .pointwise(let k):
             k.runPixels(io, rows.lowerBound * Int(k.geometry.out_w)..<rows.upperBound * Int(k.geometry.out_w), prefetchShare: prefetchShare)
-        case .depthwise(let k): k.runRows(io, rows)
+        case .depthwise(let k): k.runRows(io, rows, ringRows: ringRows)
         }
     }
 
@@ -159,6 +176,12 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// between the layers; with one, the layers run one after the other. Otherwise (an inverted
     /// residual block): bands at one thread, the layers one after the other with several.
     let rowsPerThread: Bool
+    /// In bands (an inverted residual block at one thread): rows of the expanded tensor its memory
+    /// holds at once, row y at y mod ringRows, or 0 (the whole tensor, row y at y).
+    let ringRows: Int
+    /// Expanded rows the depthwise layer reads beyond a band's own (per piece of rows at several
+    /// threads, each piece computes these again).
+    let haloRows: Int
 
     init(stages: [BandStage], operands: [[Int]], operatorNames: [String], rowsPerThread: Bool = false) {
         self.stages = stages
@@ -166,6 +189,19 @@ struct BandChainKernel: Kernel, FusedKernel {
         counts = operands.map(\.count)
         self.operatorNames = operatorNames
         self.rowsPerThread = rowsPerThread
+        ringRows = rowsPerThread ? 0 : Self.ringRows(stages)
+        if case .depthwise(let k) = stages[1] { haloRows = (Int(k.geometry.k_h) - 1) * Int(k.geometry.dil_h) } else { haloRows = 0 }
+    }
+
+    /// The most rows of the expanded tensor one band of `stages` (1×1, depthwise, 1×1) reads: from
+    /// the first its depthwise rows read to the last the expansion has computed, or 0 when that is
+    /// the whole tensor.
+    static func ringRows(_ stages: [BandStage]) -> Int {
+        guard stages.count == 3, case .pointwise = stages[0], case .depthwise(let k) = stages[1], case .pointwise = stages[2]
+        else { return 0 }
+        let g = k.geometry
+        let window = (BandChains.bandRows - 1) * Int(g.stride_h) + (Int(g.k_h) - 1) * Int(g.dil_h) + 1
+        return window < stages[0].outputRows ? window : 0
     }
 
     func run(_ io: KernelIO) {
@@ -204,7 +240,36 @@ struct BandChainKernel: Kernel, FusedKernel {
                     }
                     return
                 }
-                guard io.parallel.threadCount == 1 else {
+                let threads = io.parallel.threadCount
+                if ringRows > 0, threads == 1 || threads * haloRows * 16 <= stages[0].outputRows,
+                   threads * ringRows <= stages[0].outputRows, threads * BandChains.bandRows <= stages[1].outputRows {
+                    let rows = stages[n - 1].outputRows
+                    guard threads > 1 else {
+                        runInWindows(io, indices: base, starts: starts, rows: 0..<rows, slab: 0)
+                        return
+                    }
+                    io.parallel.forEach(threads) { piece in
+                        runInWindows(io, indices: base, starts: starts, rows: ConvolutionSupport.range(piece: piece, of: threads, count: rows),
+                                     slab: piece)
+                    }
+                    return
+                }
+                if ringRows > 0, threads > 1, threads * BandChains.bandRows <= stages[1].outputRows {
+                    // Each piece's expanded rows would cost too much to compute twice: the expansion
+                    // runs whole, each thread its share of the rows, then each thread takes the
+                    // same share of the depthwise and projection rows in bands, the depthwise
+                    // output in a window of its own.
+                    let expandedRows = stages[0].outputRows, rows = stages[n - 1].outputRows
+                    io.parallel.forEach(threads) { piece in
+                        stages[0].run(part(0), rows: ConvolutionSupport.range(piece: piece, of: threads, count: expandedRows))
+                    }
+                    io.parallel.forEach(threads) { piece in
+                        runInWindows(io, indices: base, starts: starts, rows: ConvolutionSupport.range(piece: piece, of: threads, count: rows),
+                                     slab: piece, expanded: true)
+                    }
+                    return
+                }
+                guard threads == 1 else {
                     for k in 0..<n { stages[k].run(part(k)) }
                     return
                 }
@@ -218,6 +283,66 @@ struct BandChainKernel: Kernel, FusedKernel {
                         stages[k].run(part(k), rows: done[k]..<needed[k])
                         done[k] = needed[k]
                     }
+                }
+            }
+        }
+    }
+}
+
+extension BandChainKernel {
+    /// The block in bands at one thread with its two inner tensors kept small: the expansion writes
+    /// row y of the expanded tensor at y mod ``ringRows`` of that tensor's memory, and the depthwise
+    /// layer writes each band at the start of its output's memory, where the projection reads it.
+    /// The bands then write and read the same few hundred kilobytes over and over, which stay in L2,
+    /// instead of walking two 2 MB tensors whose lines have to be fetched before being written
+    /// (DeepLab's 80→480→80 blocks: see ``BandChains``). Only the block's output is complete after
+    /// the node; its inner tensors are private to it (read by nothing else, not model outputs).
+    fileprivate func runInWindows(_ io: KernelIO, indices: UnsafePointer<Int32>, starts: UnsafeMutablePointer<Int>, rows: Range<Int>,
+                                  slab: Int, expanded alreadyExpanded: Bool = false) {
+        let count = operands.count
+        // The stages' operands through a table of their own: entry i is operand i's memory, the
+        // expanded and filtered tensors' entries moved per band.
+        withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer.self, capacity: count) { table in
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { local in
+                guard let t = table.baseAddress, let l = local.baseAddress else { return }
+                for i in 0..<count {
+                    t[i] = io.tensors[Int(indices[i])]
+                    l[i] = Int32(i)
+                }
+                let expandedOut = starts[0] + counts[0], expandedIn = starts[1]
+                let filteredOut = starts[1] + counts[2], filteredIn = starts[2]
+                let expandedRow = stages[0].outputRowBytes, filteredRow = stages[1].outputRowBytes
+                let ring = alreadyExpanded ? 0 : ringRows
+                let expanded = t[expandedOut] + slab * ring * expandedRow
+                let filtered = t[filteredOut] + slab * BandChains.bandRows * filteredRow
+                func part(_ k: Int) -> KernelIO {
+                    KernelIO(tensors: UnsafePointer(t), inputIndices: l + starts[k], inputCount: counts[2 * k],
+                             outputIndices: l + starts[k] + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,
+                             parallel: io.parallel)
+                }
+                t[expandedIn] = expanded
+                var end = rows.lowerBound, filteredDone = rows.lowerBound, expandedDone = 0
+                while end < rows.upperBound {
+                    end = min(rows.upperBound, end + BandChains.bandRows)
+                    let filteredNeeded = end
+                    let expandedNeeded = stages[1].inputRows(forOutputRows: filteredNeeded)
+                    expandedDone = max(expandedDone, stages[1].firstInputRow(forOutputRow: filteredDone))
+                    // Expanded rows, in runs that do not wrap around the window: row y at y mod ring.
+                    while ring > 0, expandedDone < expandedNeeded {
+                        let lap = expandedDone / ring
+                        let stop = min(expandedNeeded, (lap + 1) * ring)
+                        t[expandedOut] = expanded - lap * ring * expandedRow
+                        stages[0].run(part(0), rows: expandedDone..<stop)
+                        expandedDone = stop
+                    }
+                    guard filteredNeeded > filteredDone else { continue }
+                    // The band's filtered rows at the start of the filtered tensor's memory.
+                    let shifted = filtered - filteredDone * filteredRow
+                    t[filteredOut] = shifted
+                    t[filteredIn] = shifted
+                    stages[1].run(part(1), rows: filteredDone..<filteredNeeded, ringRows: ring)
+                    stages[2].run(part(2), rows: filteredDone..<end)
+                    filteredDone = filteredNeeded
                 }
             }
         }

@@ -311,11 +311,13 @@ extension OptimizedConvFloatKernel {
 
 extension OptimizedDepthwiseFloatKernel {
     /// Output rows `rows` of image 0 on the calling thread.
-    func runRows(_ io: KernelIO, _ rows: Range<Int>) {
+    /// `ringRows`: the input holds row y at y mod ringRows (see ``ck_dwconv_f32_ring``); 0: the whole input.
+    func runRows(_ io: KernelIO, _ rows: Range<Int>, ringRows: Int = 0) {
         guard !rows.isEmpty else { return }
         var g = geometry
-        ck_dwconv_f32(isa, &g, io.input(0, as: Float.self), io.input(1, as: Float.self), hasBias ? io.input(2, as: Float.self) : nil,
-                      io.output(0, as: Float.self), Int32(rows.lowerBound), Int32(rows.upperBound), floatMin, floatMax)
+        ck_dwconv_f32_ring(isa, &g, io.input(0, as: Float.self), Int32(ringRows), io.input(1, as: Float.self),
+                           hasBias ? io.input(2, as: Float.self) : nil, io.output(0, as: Float.self), Int32(rows.lowerBound),
+                           Int32(rows.upperBound), floatMin, floatMax)
     }
 }
 
