@@ -111,6 +111,9 @@ final class BandChainsTests: XCTestCase {
     func testDilatedAndStridedBlocksRunInBands() throws {
         try check(Case(dilation: 2, residual: false))
         try check(Case(height: 17, width: 7, expanded: 2368, dilation: 4))
+        // Dilated and tall: at 2 and 3 threads the expansion runs whole, then each thread's share
+        // of the depthwise and projection rows in bands.
+        try check(Case(height: 40, width: 5, expanded: 1400, dilation: 2))
         try check(Case(height: 14, stride: 2, residual: false))
     }
 
