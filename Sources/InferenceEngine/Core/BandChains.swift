@@ -115,6 +115,15 @@ enum BandStage: Sendable {
         }
     }
 
+    var outputWidth: Int {
+        switch self {
+        case .pointwise(let k): Int(k.geometry.out_w)
+        case .depthwise(let k): Int(k.geometry.out_w)
+        }
+    }
+
+    var outputPixels: Int { outputRows * outputWidth }
+
     /// Input rows that output rows [0, rows) read.
     func inputRows(forOutputRows rows: Int) -> Int {
         switch self {
@@ -150,6 +159,17 @@ enum BandStage: Sendable {
         case .pointwise(let k):
             k.runPixels(io, rows.lowerBound * Int(k.geometry.out_w)..<rows.upperBound * Int(k.geometry.out_w), prefetchShare: prefetchShare)
         case .depthwise(let k): k.runRows(io, rows, ringRows: ringRows)
+        }
+    }
+
+    /// Output pixels `pixels` of a 1×1 layer on the calling thread (a depthwise layer: their rows).
+    func run(_ io: KernelIO, pixels: Range<Int>) {
+        switch self {
+        case .pointwise(let k): k.runPixels(io, pixels)
+        case .depthwise(let k):
+            let w = Int(k.geometry.out_w)
+            guard w > 0 else { return }
+            k.runRows(io, pixels.lowerBound / w..<(pixels.upperBound + w - 1) / w)
         }
     }
 
@@ -243,13 +263,13 @@ struct BandChainKernel: Kernel, FusedKernel {
                 let threads = io.parallel.threadCount
                 if ringRows > 0, threads == 1 || threads * haloRows * 16 <= stages[0].outputRows,
                    threads * ringRows <= stages[0].outputRows, threads * BandChains.bandRows <= stages[1].outputRows {
-                    let rows = stages[n - 1].outputRows
+                    let pixels = stages[n - 1].outputPixels
                     guard threads > 1 else {
-                        runInWindows(io, indices: base, starts: starts, rows: 0..<rows, slab: 0)
+                        runInWindows(io, indices: base, starts: starts, pixels: 0..<pixels, slab: 0)
                         return
                     }
                     io.parallel.forEach(threads) { piece in
-                        runInWindows(io, indices: base, starts: starts, rows: ConvolutionSupport.range(piece: piece, of: threads, count: rows),
+                        runInWindows(io, indices: base, starts: starts, pixels: ConvolutionSupport.range(piece: piece, of: threads, count: pixels),
                                      slab: piece)
                     }
                     return
@@ -259,12 +279,12 @@ struct BandChainKernel: Kernel, FusedKernel {
                     // runs whole, each thread its share of the rows, then each thread takes the
                     // same share of the depthwise and projection rows in bands, the depthwise
                     // output in a window of its own.
-                    let expandedRows = stages[0].outputRows, rows = stages[n - 1].outputRows
+                    let expandedPixels = stages[0].outputPixels, pixels = stages[n - 1].outputPixels
                     io.parallel.forEach(threads) { piece in
-                        stages[0].run(part(0), rows: ConvolutionSupport.range(piece: piece, of: threads, count: expandedRows))
+                        stages[0].run(part(0), pixels: ConvolutionSupport.range(piece: piece, of: threads, count: expandedPixels))
                     }
                     io.parallel.forEach(threads) { piece in
-                        runInWindows(io, indices: base, starts: starts, rows: ConvolutionSupport.range(piece: piece, of: threads, count: rows),
+                        runInWindows(io, indices: base, starts: starts, pixels: ConvolutionSupport.range(piece: piece, of: threads, count: pixels),
                                      slab: piece, expanded: true)
                     }
                     return
@@ -297,8 +317,15 @@ extension BandChainKernel {
     /// instead of walking two 2 MB tensors whose lines have to be fetched before being written
     /// (DeepLab's 80→480→80 blocks: see ``BandChains``). Only the block's output is complete after
     /// the node; its inner tensors are private to it (read by nothing else, not model outputs).
-    fileprivate func runInWindows(_ io: KernelIO, indices: UnsafePointer<Int32>, starts: UnsafeMutablePointer<Int>, rows: Range<Int>,
-                                  slab: Int, expanded alreadyExpanded: Bool = false) {
+    ///
+    /// `pixels`: the block's output pixels this call computes; their rows' depthwise rows are
+    /// computed whole (a row shared with another thread's pixels by both), so threads can split the
+    /// projection at any pixel and take equal shares.
+    fileprivate func runInWindows(_ io: KernelIO, indices: UnsafePointer<Int32>, starts: UnsafeMutablePointer<Int>,
+                                  pixels: Range<Int>, slab: Int, expanded alreadyExpanded: Bool = false) {
+        let width = stages[2].outputWidth
+        guard !pixels.isEmpty, width > 0, case .pointwise(let projection) = stages[2] else { return }
+        let rows = pixels.lowerBound / width..<(pixels.upperBound + width - 1) / width
         let count = operands.count
         // The stages' operands through a table of their own: entry i is operand i's memory, the
         // expanded and filtered tensors' entries moved per band.
@@ -341,7 +368,7 @@ extension BandChainKernel {
                     t[filteredOut] = shifted
                     t[filteredIn] = shifted
                     stages[1].run(part(1), rows: filteredDone..<filteredNeeded, ringRows: ring)
-                    stages[2].run(part(2), rows: filteredDone..<end)
+                    projection.runPixels(part(2), max(pixels.lowerBound, filteredDone * width)..<min(pixels.upperBound, end * width))
                     filteredDone = filteredNeeded
                 }
             }
