@@ -1511,9 +1511,10 @@ static int dw_variant(const ck_conv_geometry *g) {
 /// accumulators with a block's input columns. With stride and dilation 1 the two are neighbours;
 /// a 3 × 3 filter dilated by 2 pairs rows oy and oy + 2, which share two of their three input rows
 /// (dw_pair_delta), so a pass loads 4 input rows for 2 output rows instead of 6 and keeps 16
-/// independent accumulators in flight instead of 8 (DeepLab's 33 × 33 × 480, dilation 2, in
-/// bands of 4 rows: 208 → 185 µs in a C harness). Dilated by 4, a block's 16 input columns and 16
-/// accumulators outgrow the registers (the same layer whole: 254 → 311 µs), so rows go one by one.
+/// independent accumulators in flight instead of 8 (a 33 × 33 × 480 layer dilated by 2 in bands of
+/// 4 rows, as DeepLab's 288-channel ones run: 208 → 185 µs in a C harness). Dilated by 4 (DeepLab's
+/// 480-channel layers), a block's 16 input columns and 16 accumulators outgrow the registers (the
+/// layer whole: 254 → 311 µs), so rows go one by one.
 static int32_t dwz_rows_per_pass(const ck_conv_geometry *g, int variant) {
     if (variant == DW_K3D2 && g->stride_h == 1 && g->dil_h == 2) return 2;
     return (variant == DW_K3S1 || variant == DW_K5S1) && g->stride_h == 1 && g->dil_h == 1 ? 2 : 1;
