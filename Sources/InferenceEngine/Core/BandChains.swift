@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 
 /// Runs a MobileNet v2 inverted residual block — float 1×1 expansion, depthwise convolution, 1×1
@@ -113,21 +114,18 @@ enum BandStage: Sendable {
         }
     }
 
-    var outputRows: Int {
+    var geometry: ck_conv_geometry {
         switch self {
-        case .pointwise(let k): Int(k.geometry.out_h)
-        case .depthwise(let k): Int(k.geometry.out_h)
+        case .pointwise(let k): k.geometry
+        case .depthwise(let k): k.geometry
         }
     }
 
-    var outputWidth: Int {
-        switch self {
-        case .pointwise(let k): Int(k.geometry.out_w)
-        case .depthwise(let k): Int(k.geometry.out_w)
-        }
-    }
-
+    var outputRows: Int { Int(geometry.out_h) }
+    var outputWidth: Int { Int(geometry.out_w) }
     var outputPixels: Int { outputRows * outputWidth }
+    /// Bytes of one output row.
+    var outputRowBytes: Int { 4 * outputWidth * Int(geometry.out_c) }
 
     /// Input rows that output rows [0, rows) read.
     func inputRows(forOutputRows rows: Int) -> Int {
@@ -145,14 +143,6 @@ enum BandStage: Sendable {
         switch self {
         case .pointwise: return row
         case .depthwise(let k): return max(0, row * Int(k.geometry.stride_h) - Int(k.geometry.pad_top))
-        }
-    }
-
-    /// Bytes of one output row.
-    var outputRowBytes: Int {
-        switch self {
-        case .pointwise(let k): 4 * Int(k.geometry.out_w) * Int(k.geometry.out_c)
-        case .depthwise(let k): 4 * Int(k.geometry.out_w) * Int(k.geometry.out_c)
         }
     }
 
@@ -201,8 +191,9 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// between the layers; with one, the layers run one after the other. Otherwise (an inverted
     /// residual block): bands (see ``run(_:)``).
     let rowsPerThread: Bool
-    /// In bands (an inverted residual block at one thread): rows of the expanded tensor its memory
-    /// holds at once, row y at y mod ringRows, or 0 (the whole tensor, row y at y).
+    /// An inverted residual block's window: the rows of the expanded tensor a band (of each thread)
+    /// keeps in that tensor's memory, row y at y mod ringRows; 0: no windows (the whole tensor, row
+    /// y at y).
     let ringRows: Int
     /// Expanded rows the depthwise layer reads beyond a band's own (per piece of rows at several
     /// threads, each piece computes these again).
@@ -233,8 +224,8 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// the whole image; at several, each thread over an equal share of the output pixels with
     /// windows of its own in the inner tensors' memory. A thread computes the expanded rows its
     /// depthwise rows read beyond its share again (its halo) when those are few (at most 1/16 of the
-    /// image per thread: DeepLab's 129- and 65-row blocks at 2 threads 0.177 → 0.126 and 0.156 →
-    /// 0.133 ms); otherwise the expansion first runs whole, each thread its share of the pixels, and
+    /// image per thread: DeepLab's 129-row block at 2 threads 0.18–0.19 → 0.13 ms, the 65-row one
+    /// 0.16 → 0.14–0.15 ms); otherwise the expansion first runs whole, each thread its share of the pixels, and
     /// the bands then read it (the 33-row blocks, dilated by 2 and 4: computing their halo again
     /// was 2–5% slower than the layers run one after the other, this as fast or slightly faster).
     /// Exchanging the halo rows between the threads instead (each computing the rows the other
@@ -290,10 +281,9 @@ struct BandChainKernel: Kernel, FusedKernel {
                     return
                 }
                 if ringRows > 0, threads > 1, threads * BandChains.bandRows <= stages[1].outputRows {
-                    // Each piece's expanded rows would cost too much to compute twice: the expansion
-                    // runs whole, each thread its share of the rows, then each thread takes the
-                    // same share of the depthwise and projection rows in bands, the depthwise
-                    // output in a window of its own.
+                    // Each piece's halo would cost too much to compute twice: the expansion runs
+                    // whole, each thread its share of the pixels, then each thread takes its share
+                    // of the output pixels in bands, the depthwise output in a window of its own.
                     let expandedPixels = stages[0].outputPixels, pixels = stages[n - 1].outputPixels
                     io.parallel.forEach(threads) { piece in
                         stages[0].run(part(0), pixels: ConvolutionSupport.range(piece: piece, of: threads, count: expandedPixels))
@@ -325,7 +315,8 @@ struct BandChainKernel: Kernel, FusedKernel {
 }
 
 extension BandChainKernel {
-    /// The block in bands at one thread with its two inner tensors kept small: the expansion writes
+    /// The block in bands (at one thread, or one thread's share) with its two inner tensors kept
+    /// small (windows `slab` of their memory, one per thread): the expansion writes
     /// row y of the expanded tensor at y mod ``ringRows`` of that tensor's memory, and the depthwise
     /// layer writes each band at the start of its output's memory, where the projection reads it.
     /// The bands then write and read the same few hundred kilobytes over and over, which stay in L2,
