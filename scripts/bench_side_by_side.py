@@ -195,7 +195,7 @@ def main():
             out.append("| " + " | ".join([
                 n, str(t), s.get("image", "-"), f"{macs / 1e6:.1f}" if macs else "-",
                 f(lite, 3), f(ev, 2),
-                f"{ev / lite:.1f}×" if ev and lite else "-",
+                f"{ev / lite:.2f}×" if ev and lite else "-",
                 f"{macs / (ev / 1e3) / 1e9:.2f}" if ev and macs else "-",
                 str(row["ev_runs"] or "-"),
                 f"{statistics.median(row['lite_load']):.1f}" if row["lite_load"] else "-",
