@@ -157,17 +157,6 @@ enum BandStage: Sendable {
         }
     }
 
-    /// Output pixels `pixels` of a 1×1 layer on the calling thread (a depthwise layer: their rows).
-    func run(_ io: KernelIO, pixels: Range<Int>) {
-        switch self {
-        case .pointwise(let k): k.runPixels(io, pixels)
-        case .depthwise(let k):
-            let w = Int(k.geometry.out_w)
-            guard w > 0 else { return }
-            k.runRows(io, pixels.lowerBound / w..<(pixels.upperBound + w - 1) / w)
-        }
-    }
-
     /// The whole layer, split over the interpreter's threads.
     func run(_ io: KernelIO) {
         switch self {
@@ -225,9 +214,10 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// windows of its own in the inner tensors' memory. A thread computes the expanded rows its
     /// depthwise rows read beyond its share again (its halo) when those are few (at most 1/16 of the
     /// image per thread: DeepLab's 129-row block at 2 threads 0.18–0.19 → 0.13 ms, the 65-row one
-    /// 0.16 → 0.14–0.15 ms); otherwise the expansion first runs whole, each thread its share of the pixels, and
-    /// the bands then read it (the 33-row blocks, dilated by 2 and 4: computing their halo again
-    /// was 2–5% slower than the layers run one after the other, this as fast or slightly faster).
+    /// 0.16 → 0.14–0.15 ms); otherwise the expansion first runs whole, each thread its share of the
+    /// pixels, and the bands then read it (the 33-row blocks, dilated by 2 and 4: computing their
+    /// halo again was 2–5% slower than the layers run one after the other, this as fast or slightly
+    /// faster).
     /// Exchanging the halo rows between the threads instead (each computing the rows the other
     /// reads first, then copying them) measured no faster.
     func run(_ io: KernelIO) {
@@ -280,13 +270,14 @@ struct BandChainKernel: Kernel, FusedKernel {
                     }
                     return
                 }
-                if ringRows > 0, threads > 1, threads * BandChains.bandRows <= stages[1].outputRows {
+                if ringRows > 0, threads > 1, threads * BandChains.bandRows <= stages[1].outputRows,
+                   case .pointwise(let expansion) = stages[0] {
                     // Each piece's halo would cost too much to compute twice: the expansion runs
                     // whole, each thread its share of the pixels, then each thread takes its share
                     // of the output pixels in bands, the depthwise output in a window of its own.
                     let expandedPixels = stages[0].outputPixels, pixels = stages[n - 1].outputPixels
                     io.parallel.forEach(threads) { piece in
-                        stages[0].run(part(0), pixels: ConvolutionSupport.range(piece: piece, of: threads, count: expandedPixels))
+                        expansion.runPixels(part(0), ConvolutionSupport.range(piece: piece, of: threads, count: expandedPixels))
                     }
                     io.parallel.forEach(threads) { piece in
                         runInWindows(io, indices: base, starts: starts, pixels: ConvolutionSupport.range(piece: piece, of: threads, count: pixels),
