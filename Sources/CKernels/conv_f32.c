@@ -1270,6 +1270,7 @@ typedef struct {
     size_t C;              ///< channels (pixel stride)
     int32_t in_w, out_w, k_w, stride_w, dil_w, pad_left;
     int32_t ox_lo, ox_hi;  ///< output columns [ox_lo, ox_hi) read no tap outside the image
+    int32_t edges;         ///< rows run with edge blocks (see dw_edges)
 } dw_pass;
 
 /// Output columns whose horizontal taps all fall inside the image: [*lo, *hi) (possibly empty).
@@ -1316,10 +1317,15 @@ static inline int32_t dw_block_size(int32_t left, int32_t nmax) {
 
 // ---- AVX-512: 16-channel chunks ----
 
-/// N output columns from column ox of R output rows; filter width K, stride S, dilation D.
+/// N output columns from column ox of R output rows; filter width K, stride S, dilation D. The
+/// block's input columns are i = 0 ..< L from column ox * S - pad_left. CHECK: each column is
+/// checked against the image at run time (outside: zeros). Columns i < LO or i >= HI are known at
+/// compile time to lie outside the image (an edge block, see dwz_chunk_impl): they are neither
+/// loaded nor multiplied, as the rows outside the image are not listed.
 CK_TARGET_AVX512 CK_INLINE
-void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
-               const int N, const int K, const int S, const int D, const int R, const int CHECK) {
+void dwz_block_cols(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
+                    const int N, const int K, const int S, const int D, const int R, const int CHECK, const int LO,
+                    const int HI) {
     enum { LMAX = 7 * 2 + 4 * 4 + 1 };
     const int L = (N - 1) * S + (K - 1) * D + 1;
     const int32_t ix0 = ox * S - r->pad_left;
@@ -1332,6 +1338,7 @@ void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t
         const float *row = t->in + r->c0;
         __m512 x[LMAX];
         CK_UNROLL for (int i = 0; i < L; i++) {
+            if (i < LO || i >= HI) continue;
             const int32_t ix = ix0 + i;
             const float *p = (!CHECK || (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
             x[i] = _mm512_maskz_loadu_ps(mask, p);
@@ -1342,7 +1349,11 @@ void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t
             __m512 wv[5];
             CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = _mm512_maskz_loadu_ps(mask, wr + (size_t)kx * C);
             CK_UNROLL for (int j = 0; j < N; j++)
-                CK_UNROLL for (int kx = 0; kx < K; kx++) acc[q][j] = _mm512_fmadd_ps(x[j * S + kx * D], wv[kx], acc[q][j]);
+                CK_UNROLL for (int kx = 0; kx < K; kx++) {
+                    const int i = j * S + kx * D;
+                    if (i < LO || i >= HI) continue;
+                    acc[q][j] = _mm512_fmadd_ps(x[i], wv[kx], acc[q][j]);
+                }
         }
     }
     CK_UNROLL for (int q = 0; q < R; q++) {
@@ -1354,7 +1365,44 @@ void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t
 }
 
 CK_TARGET_AVX512 CK_INLINE
+void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
+               const int N, const int K, const int S, const int D, const int R, const int CHECK) {
+    dwz_block_cols(r, mask, vlo, vhi, ox, N, K, S, D, R, CHECK, 0, 1 << 20);
+}
+
+/// The two edge blocks of a row whose edges dw_edges allows: 8 columns from column 0 (its input
+/// columns before pad_left = (K - 1) · D / 2 lie left of the image) and the last 8 (the columns
+/// after 8 + pad_left lie right of it); both with the taps outside the image skipped at compile
+/// time instead of checked column by column (a 33-wide row dilated by 4 spent more than half its
+/// time in its 8 border columns).
+CK_TARGET_AVX512 CK_INLINE
+void dwz_edge_left(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int D, const int R) {
+    dwz_block_cols(r, mask, vlo, vhi, 0, 8, K, 1, D, R, 0, (K - 1) * D / 2, 1 << 20);
+}
+
+CK_TARGET_AVX512 CK_INLINE
+void dwz_edge_right(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int D, const int R) {
+    dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, 1, D, R, 0, 0, 8 + (K - 1) * D / 2);
+}
+
+CK_TARGET_AVX512 CK_INLINE
 void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R) {
+    if (S == 1 && r->edges) {
+        // Edge blocks of 8 at both ends, the columns between in unchecked blocks of up to 8.
+        dwz_edge_left(r, mask, vlo, vhi, K, D, R);
+        for (int32_t ox = 8; ox < r->out_w - 8;) {
+            const int32_t n = dw_block_size(r->out_w - 8 - ox, 8);
+            switch (n) {
+            case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
+            case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
+            case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
+            default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
+            }
+            ox += n;
+        }
+        dwz_edge_right(r, mask, vlo, vhi, K, D, R);
+        return;
+    }
     // Border columns in checked blocks of up to 4 (the right border's block starts early enough to
     // hold 4 columns), the columns between in unchecked blocks of up to 8.
     int32_t ox = 0;
@@ -1553,6 +1601,16 @@ static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, float lo, f
     else dwz_chunk_variant(r, variant, mask, vlo, vhi, lo, hi);
 }
 
+/// Whether rows run with edge blocks (dwz_edge_left, dwz_edge_right): a stride-1 variant with
+/// "same" padding ((K - 1) · D / 2 columns each side, at most 8) and at least 16 columns, so the
+/// two blocks of 8 neither overlap nor reach the far edge.
+static int32_t dw_edges(const ck_conv_geometry *g) {
+    const int variant = dw_variant(g);
+    if (variant != DW_K3S1 && variant != DW_K3D2 && variant != DW_K3D4 && variant != DW_K5S1) return 0;
+    const int32_t span = (g->k_w - 1) * g->dil_w;
+    return span % 2 == 0 && g->pad_left == span / 2 && span / 2 <= 8 && g->in_w == g->out_w && g->out_w >= 16;
+}
+
 /// The pass description shared by every chunk and row (taps, ntaps, out and c0 are set per pass).
 static void dw_pass_init(dw_pass *r, const ck_conv_geometry *g, const float *bias) {
     r->taps = NULL;
@@ -1568,6 +1626,7 @@ static void dw_pass_init(dw_pass *r, const ck_conv_geometry *g, const float *bia
     r->dil_w = g->dil_w;
     r->pad_left = g->pad_left;
     dw_interior(g, &r->ox_lo, &r->ox_hi);
+    r->edges = dw_edges(g);
 }
 
 /// Points pass `r` at output row oy and (rows 2) oy + delta.
@@ -1582,6 +1641,15 @@ static void dw_pass_rows(dw_pass *r, dw_tap_row *taps, const ck_conv_geometry *g
 /// The row's column blocks as dwz_chunk_impl cuts them: (first column, columns, checked) each.
 static int32_t dw_blocks(const dw_pass *r, int32_t *start, int8_t *count, int8_t *checked) {
     int32_t ox = 0, n = 0;
+    if (r->edges) {  // edge blocks (checked 2: left, 3: right), as dwz_chunk_impl cuts the row
+        start[n] = 0; count[n] = 8; checked[n++] = 2;
+        for (ox = 8; ox < r->out_w - 8;) {
+            const int32_t c = dw_block_size(r->out_w - 8 - ox, 8);
+            start[n] = ox; count[n] = (int8_t)c; checked[n++] = 0; ox += c;
+        }
+        start[n] = r->out_w - 8; count[n] = 8; checked[n++] = 3;
+        return n;
+    }
     while (ox < r->ox_lo) {
         const int32_t c = dw_block_size(r->out_w - ox, 4);
         start[n] = ox; count[n] = (int8_t)c; checked[n++] = 1; ox += c;
@@ -1602,7 +1670,10 @@ static int32_t dw_blocks(const dw_pass *r, int32_t *start, int8_t *count, int8_t
 CK_TARGET_AVX512 CK_INLINE
 void dwz_block_any(const dw_pass *r, __mmask16 mask, int8_t count, int8_t checked, int32_t ox, __m512 vlo, __m512 vhi,
                    const int K, const int S, const int D, const int R) {
-    if (checked) {
+    if (S == 1 && checked >= 2) {
+        if (checked == 2) dwz_edge_left(r, mask, vlo, vhi, K, D, R);
+        else dwz_edge_right(r, mask, vlo, vhi, K, D, R);
+    } else if (checked) {
         switch (count) {
         case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
         case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
