@@ -349,73 +349,93 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
 
 // ---- float bilinear resize (see ckernels.h) ----
 
+/// Input row r0 and r1 blended by dy at column x's channels: t = (r1 - r0)·dy + r0, fused.
+static inline float resize_lerp(float a, float b, float w) { return fmaf(b - a, w, a); }
+
+/// The lerps of one output row, in plain C: resize_row_portable, and resize_row_fma compiled for
+/// AVX2 + FMA (fmaf becomes the instruction, vectorized along the channels, where the baseline
+/// x86-64 build calls libm).
+#define CK_RESIZE_ROW_BODY \
+    for (int32_t x = 0; x < out_w; x++) { \
+        const float dx = xs[x] - (float)x0[x]; \
+        const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C; \
+        const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C; \
+        float *o = out + (size_t)x * C; \
+        for (int32_t c = 0; c < C; c++) { \
+            const float t0 = resize_lerp(p00[c], p10[c], dy), t1 = resize_lerp(p01[c], p11[c], dy); \
+            o[c] = resize_lerp(t0, t1, dx); \
+        } \
+    }
+
 static void resize_row_portable(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
                                 const int32_t *x0, const int32_t *x1, const float *xs) {
-    for (int32_t x = 0; x < out_w; x++) {
-        const float dx = xs[x] - (float)x0[x];
-        const float w00 = (1 - dy) * (1 - dx), w01 = (1 - dy) * dx, w10 = dy * (1 - dx), w11 = dy * dx;
-        const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
-        const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
-        float *o = out + (size_t)x * C;
-        for (int32_t c = 0; c < C; c++) {
-            float v = 0;
-            v += p00[c] * w00;
-            v += p01[c] * w01;
-            v += p10[c] * w10;
-            v += p11[c] * w11;
-            o[c] = v;
-        }
-    }
+    CK_RESIZE_ROW_BODY
 }
 
 #if CK_X86
-/// Output columns whose weights one pass of resize_row_avx512 computes ahead (4 KiB of stack).
-#define CK_RESIZE_COLUMNS 256
+CK_TARGET_AVX2
+static void resize_row_fma(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
+                           const int32_t *x0, const int32_t *x1, const float *xs) {
+    CK_RESIZE_ROW_BODY
+}
+#endif
 
-/// One output row: the four weights of a run of columns computed 16 columns at a time first (the
-/// same float products as the scalar formula, so the same values), then each column's pixel from
-/// its weights and source offsets, full 16-channel vectors and one masked tail.
+#if CK_X86
+/// Floats of the blended input row resize_row_avx512 keeps (32 KiB of stack).
+#define CK_RESIZE_BLEND 8192
+
+/// One output row. When the blended row fits the buffer, the two input rows are blended once per
+/// input column (the vertical lerp) and each output pixel is then one lerp of two blended columns:
+/// per 16 channels a subtraction and a fused multiply-add, where the four-weight sum took four
+/// multiplies and four adds; DeepLab's 33 → 257 resize (5.5 MB of output) 0.36 → 0.25 ms in a C
+/// harness, the plain stores of that output alone 0.20 ms. Wider rows blend each pixel's two
+/// source columns where it reads them, with the same operations, so the same values.
 CK_TARGET_AVX512
-static void resize_row_avx512(const float *r0, const float *r1, int32_t C, float *out, int32_t out_w, float dy,
+static void resize_row_avx512(const float *r0, const float *r1, int32_t in_w, int32_t C, float *out, int32_t out_w, float dy,
                               const int32_t *x0, const int32_t *x1, const float *xs) {
-    float w[4][CK_RESIZE_COLUMNS] __attribute__((aligned(64)));
-    const __m512 one = _mm512_set1_ps(1.0f), vdy = _mm512_set1_ps(dy), ody = _mm512_set1_ps(1 - dy);
+    float blend[CK_RESIZE_BLEND] __attribute__((aligned(64)));
+    const __m512 vdy = _mm512_set1_ps(dy);
     const int32_t full = C & ~15, tail = C - full;
     const __mmask16 tm = (__mmask16)((1u << tail) - 1u);
-    for (int32_t xb = 0; xb < out_w; xb += CK_RESIZE_COLUMNS) {
-        const int32_t n = out_w - xb < CK_RESIZE_COLUMNS ? out_w - xb : CK_RESIZE_COLUMNS;
+    const int32_t span = C > 0 ? CK_RESIZE_BLEND / C : 0;  // input columns the buffer holds
+    if (in_w <= span) {
+        // The whole blended row fits (DeepLab's 33 × 21 floats): blend it, then the columns
+        // without a check (every source column is in it).
+        const int32_t n = in_w * C;
         for (int32_t i = 0; i < n; i += 16) {
             const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-            const __m512 dx = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, xs + xb + i),
-                                            _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x0 + xb + i)));
-            const __m512 odx = _mm512_sub_ps(one, dx);
-            _mm512_store_ps(w[0] + i, _mm512_mul_ps(ody, odx));
-            _mm512_store_ps(w[1] + i, _mm512_mul_ps(ody, dx));
-            _mm512_store_ps(w[2] + i, _mm512_mul_ps(vdy, odx));
-            _mm512_store_ps(w[3] + i, _mm512_mul_ps(vdy, dx));
+            const __m512 v0 = _mm512_maskz_loadu_ps(m, r0 + i), v1 = _mm512_maskz_loadu_ps(m, r1 + i);
+            _mm512_mask_store_ps(blend + i, m, _mm512_fmadd_ps(_mm512_sub_ps(v1, v0), vdy, v0));
         }
-        for (int32_t i = 0; i < n; i++) {
-            const int32_t x = xb + i;
-            const __m512 w00 = _mm512_set1_ps(w[0][i]), w01 = _mm512_set1_ps(w[1][i]);
-            const __m512 w10 = _mm512_set1_ps(w[2][i]), w11 = _mm512_set1_ps(w[3][i]);
-            const float *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
-            const float *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        for (int32_t x = 0; x < out_w; x++) {
+            const __m512 dx = _mm512_set1_ps(xs[x] - (float)x0[x]);
+            const float *t0 = blend + (size_t)x0[x] * C, *t1 = blend + (size_t)x1[x] * C;
             float *o = out + (size_t)x * C;
             int32_t c = 0;
             for (; c < full; c += 16) {
-                __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_loadu_ps(p00 + c), w00));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p01 + c), w01));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p10 + c), w10));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_loadu_ps(p11 + c), w11));
-                _mm512_storeu_ps(o + c, v);
+                const __m512 u = _mm512_loadu_ps(t0 + c), v = _mm512_loadu_ps(t1 + c);
+                _mm512_storeu_ps(o + c, _mm512_fmadd_ps(_mm512_sub_ps(v, u), dx, u));
             }
             if (tail) {
-                __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p00 + c), w00));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p01 + c), w01));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p10 + c), w10));
-                v = _mm512_add_ps(v, _mm512_mul_ps(_mm512_maskz_loadu_ps(tm, p11 + c), w11));
-                _mm512_mask_storeu_ps(o + c, tm, v);
+                const __m512 u = _mm512_maskz_loadu_ps(tm, t0 + c), v = _mm512_maskz_loadu_ps(tm, t1 + c);
+                _mm512_mask_storeu_ps(o + c, tm, _mm512_fmadd_ps(_mm512_sub_ps(v, u), dx, u));
             }
+        }
+        return;
+    }
+    // Wider rows: each column's two source columns blended where it reads them.
+    for (int32_t x = 0; x < out_w; x++) {
+        const int32_t a = x0[x], b = x1[x];
+        const __m512 dx = _mm512_set1_ps(xs[x] - (float)a);
+        float *o = out + (size_t)x * C;
+        const float *p00 = r0 + (size_t)a * C, *p01 = r0 + (size_t)b * C, *p10 = r1 + (size_t)a * C, *p11 = r1 + (size_t)b * C;
+        for (int32_t c = 0; c < C; c += 16) {
+            const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : tm;
+            const __m512 v00 = _mm512_maskz_loadu_ps(m, p00 + c), v10 = _mm512_maskz_loadu_ps(m, p10 + c);
+            const __m512 v01 = _mm512_maskz_loadu_ps(m, p01 + c), v11 = _mm512_maskz_loadu_ps(m, p11 + c);
+            const __m512 u = _mm512_fmadd_ps(_mm512_sub_ps(v10, v00), vdy, v00);
+            const __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(v11, v01), vdy, v01);
+            _mm512_mask_storeu_ps(o + c, m, _mm512_fmadd_ps(_mm512_sub_ps(v, u), dx, u));
         }
     }
 }
@@ -430,7 +450,11 @@ void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32
         const float *r0 = input + (size_t)y0[y] * in_row, *r1 = input + (size_t)y1[y] * in_row;
 #if CK_X86
         if (isa >= CK_ISA_AVX512) {
-            resize_row_avx512(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            resize_row_avx512(r0, r1, in_w, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            continue;
+        }
+        if (isa >= CK_ISA_AVX2) {
+            resize_row_fma(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
             continue;
         }
 #else

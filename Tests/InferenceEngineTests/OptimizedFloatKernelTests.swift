@@ -282,13 +282,17 @@ final class OptimizedFloatKernelTests: XCTestCase {
         }
     }
 
-    func testResizeBilinearMatchesReferenceExactly() throws {
+    /// Float resize runs as separable fused lerps (ck_resize_bilinear_f32), within float rounding of
+    /// the reference's four-weight sum; every instruction set and thread count gives the same bits.
+    func testResizeBilinearMatchesReference() throws {
         var rng = SeededGenerator(seed: 48)
         // deeplab-like 33→257 (21 channels), an odd shrink, and align-corners / half-pixel variants;
-        // rows wider than the 256 columns whose weights the AVX-512 row computes at once.
+        // a long row; rows whose blended input (width × channels) outgrows the AVX-512 kernel's
+        // 8,192-float buffer, which blend each pixel's source columns where it reads them.
         let cases: [(h: Int, w: Int, c: Int, oh: Int, ow: Int, align: Bool, half: Bool)] = [
             (5, 4, 21, 37, 29, false, false), (9, 7, 16, 4, 3, false, false), (6, 5, 17, 11, 13, true, false), (6, 5, 33, 13, 11, false, true),
-            (3, 17, 5, 2, 300, false, false), (2, 33, 21, 3, 529, true, false),
+            (3, 17, 5, 2, 300, false, false), (2, 33, 21, 3, 529, true, false), (3, 300, 30, 4, 450, false, true),
+            (2, 3, 2800, 3, 5, true, false),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -3...3), shape: [2, c.h, c.w, c.c])
@@ -296,7 +300,7 @@ final class OptimizedFloatKernelTests: XCTestCase {
             o.alignCorners = c.align
             o.halfPixelCenters = c.half
             try assertMatchesReference(.resizeBilinear, options: .resizeBilinear(o),
-                                       [input, .int32([Int32(c.oh), Int32(c.ow)], shape: [2])], exact: true, "resize \(c)")
+                                       [input, .int32([Int32(c.oh), Int32(c.ow)], shape: [2])], "resize \(c)")
         }
     }
 

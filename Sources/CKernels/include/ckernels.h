@@ -223,9 +223,11 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
                    size_t outer_begin, size_t outer_end, size_t inner,
                    size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi);
 
-/// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), with the
-/// reference kernel's arithmetic (weights (1-dy)(1-dx), (1-dy)dx, dy(1-dx), dy·dx in float; the sum
-/// 0 + p00·w00 + p01·w01 + p10·w10 + p11·w11 in that order, no fused multiply-add): bit-identical.
+/// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), as separable lerps
+/// with fused multiply-adds: t0 = fma(p10 - p00, dy, p00), t1 = fma(p11 - p01, dy, p01), out =
+/// fma(t1 - t0, dx, t0), with dy = ys[y] - y0[y] and dx = xs[x] - x0[x] (XNNPACK interpolates the
+/// same way, horizontally first). Every instruction set computes these same operations, so the same
+/// values; they differ from the reference kernel's four-weight sum by float rounding (a few ulps).
 /// y0/y1/ys (out_h entries) and x0/x1/xs (out_w entries) are the source rows/columns and the
 /// float source positions.
 void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32_t channels, float *output, int32_t out_w,

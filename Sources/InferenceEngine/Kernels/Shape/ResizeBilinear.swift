@@ -245,7 +245,9 @@ enum ResizeSupport {
     }
 }
 
-/// Float (general mode) and uint8 RESIZE_BILINEAR through CKernels, bit-identical to the reference rows.
+/// Float (general mode) and uint8 RESIZE_BILINEAR through CKernels: uint8 bit-identical to the reference rows, float
+/// as separable fused lerps (see ck_resize_bilinear_f32: within a few ulps of the reference's four-weight sum, the same
+/// values on every instruction set and thread count).
 struct OptimizedResizeBilinearKernel: Kernel {
     let isa: Int32
     /// uint8 tensors (else float32).
