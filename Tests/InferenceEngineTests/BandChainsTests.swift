@@ -6,8 +6,9 @@ import XCTest
 /// A float inverted residual block whose expanded tensor is 1 MiB or more (1×1 expansion,
 /// depthwise 3×3, 1×1 projection, with or without its residual ADD) runs as one operator, in bands
 /// of rows at 1 thread; a short depthwise layer and the 1×1 after it run as one operator whose
-/// threads each take their rows of both. Results are bitwise those of the operators run one after
-/// the other, at 1, 2 and 3 threads.
+/// threads each take their rows of both; consecutive 1×1 layers run as one operator whose threads
+/// each take their pixels through all of them. Results are bitwise those of the operators run one
+/// after the other, at 1, 2 and 3 threads.
 final class BandChainsTests: XCTestCase {
     private struct Case {
         var height = 13, width = 11, channels = 8, expanded = 1856
@@ -135,6 +136,64 @@ final class BandChainsTests: XCTestCase {
                 XCTAssertEqual(paired.output.map(\.bitPattern), unpaired.output.map(\.bitPattern), "\(c), \(threads) threads")
                 let error = zip(paired.output, reference).map { abs($0 - $1) / scale }.max() ?? .infinity
                 XCTAssertLessThan(error, 1e-5, "\(c), \(threads) threads vs the reference kernels")
+            }
+        }
+    }
+
+    /// Three 1×1 layers, each reading the one before, the second with a residual ADD of the model's
+    /// input: `separate` makes the two inner tensors model outputs too, so no layers are joined.
+    private func pointwiseChain(height: Int, width: Int, channels: [Int], separate: Bool) -> [UInt8] {
+        var b = TinyModelBuilder()
+        let B = TinyModelBuilder.Builtin.self, O = TinyModelBuilder.OptionsType.self
+        var random = SeededGenerator(seed: UInt64(height * 100 + width))
+        func floats(_ count: Int, _ range: ClosedRange<Float>) -> [UInt8] {
+            (0..<count).flatMap { _ in withUnsafeBytes(of: Float.random(in: range, using: &random).bitPattern.littleEndian, Array.init) }
+        }
+        let (h, w) = (Int32(height), Int32(width))
+        let conv = b.addOperatorCode(builtin: B.conv2D)
+        let options: [(slot: Int, value: FBScalar)] = [(0, .int8(0)), (1, .int32(1)), (2, .int32(1)), (3, .int8(3)),
+                                                         (4, .int32(1)), (5, .int32(1))]
+        let x = b.addTensor("x", shape: [1, h, w, Int32(channels[0])])
+        var tensor = x
+        b.inputs = [x]
+        var inner: [Int32] = []
+        for layer in 1..<channels.count {
+            let (cin, cout) = (channels[layer - 1], channels[layer])
+            let filter = b.addTensor("l\(layer)/filter", shape: [Int32(cout), 1, 1, Int32(cin)], data: floats(cin * cout, -0.3...0.3))
+            let bias = b.addTensor("l\(layer)/bias", shape: [Int32(cout)], data: floats(cout, -0.5...0.5))
+            var out = b.addTensor("l\(layer)", shape: [1, h, w, Int32(cout)])
+            b.addOperator(opcodeIndex: conv, inputs: [tensor, filter, bias], outputs: [out], builtinOptionsType: O.conv2D,
+                          builtinOptions: options)
+            if layer == 2, channels[0] == cout {
+                let sum = b.addTensor("l\(layer)/sum", shape: [1, h, w, Int32(cout)])
+                b.addOperator(opcodeIndex: b.addOperatorCode(builtin: B.add), inputs: [x, out], outputs: [sum],
+                              builtinOptionsType: O.add, builtinOptions: [(0, .int8(0))])
+                out = sum
+            }
+            if layer < channels.count - 1 { inner.append(out) }
+            tensor = out
+        }
+        b.outputs = [tensor] + (separate ? inner : [])
+        return b.build().bytes
+    }
+
+    /// Consecutive 1×1 layers run as one node whose threads each take an equal share of the pixels
+    /// through all of them (no join between the layers): bitwise the layers run one after the other
+    /// at 1, 2 and 3 threads, pixel counts that are no multiple of the tiles or the threads.
+    func testPointwiseRunsSharePixelsAcrossLayers() throws {
+        for (h, w, channels) in [(13, 11, [16, 48, 16, 8]), (5, 7, [3, 40, 3, 21]), (1, 1, [24, 32, 24, 16])] {
+            let joined = pointwiseChain(height: h, width: w, channels: channels, separate: false)
+            let separate = pointwiseChain(height: h, width: w, channels: channels, separate: true)
+            let reference = try run(joined, .reference, threads: 1).output
+            let scale = max(1, reference.map { abs($0) }.max() ?? 1)
+            for (kernels, threads) in [(KernelSelection.optimized, 1), (.optimized, 2), (.optimized, 3), (.avx2, 2), (.portable, 3)] {
+                let chain = try run(joined, kernels, threads: threads)
+                let layers = try run(separate, kernels, threads: threads)
+                XCTAssertEqual(chain.names.filter { $0 == "CONV_2D+CONV_2D+CONV_2D" }.count, 1, "\(h)x\(w): \(chain.names)")
+                XCTAssertFalse(layers.kernels.contains("BandChainKernel"), "\(layers.names)")
+                XCTAssertEqual(chain.output.map(\.bitPattern), layers.output.map(\.bitPattern), "\(h)x\(w) \(kernels), \(threads) threads")
+                let error = zip(chain.output, reference).map { abs($0 - $1) / scale }.max() ?? .infinity
+                XCTAssertLessThan(error, 1e-5, "\(h)x\(w) \(kernels), \(threads) threads vs the reference kernels")
             }
         }
     }
