@@ -1408,21 +1408,28 @@ void dwz_edge_right(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, co
     dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, 1, D, R, 0, 0, 8 + (K - 1) * D / 2);
 }
 
+/// Output columns [ox, end) in unchecked blocks of up to 8 (every tap inside the image).
+CK_TARGET_AVX512 CK_INLINE
+void dwz_interior(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox, int32_t end, const int K, const int S,
+                  const int D, const int R) {
+    while (ox < end) {
+        const int32_t n = dw_block_size(end - ox, 8);
+        switch (n) {
+        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
+        }
+        ox += n;
+    }
+}
+
 CK_TARGET_AVX512 CK_INLINE
 void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R) {
     if (S == 1 && r->edges) {
         // Edge blocks of 8 at both ends, the columns between in unchecked blocks of up to 8.
         dwz_edge_left(r, mask, vlo, vhi, K, D, R);
-        for (int32_t ox = 8; ox < r->out_w - 8;) {
-            const int32_t n = dw_block_size(r->out_w - 8 - ox, 8);
-            switch (n) {
-            case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
-            case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
-            case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
-            default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
-            }
-            ox += n;
-        }
+        dwz_interior(r, mask, vlo, vhi, 8, r->out_w - 8, K, S, D, R);
         dwz_edge_right(r, mask, vlo, vhi, K, D, R);
         return;
     }
@@ -1439,16 +1446,8 @@ void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, co
         ox += n;
     }
     const int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
-    while (ox < right) {
-        const int32_t n = dw_block_size(right - ox, 8);
-        switch (n) {
-        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
-        }
-        ox += n;
-    }
+    dwz_interior(r, mask, vlo, vhi, ox, right, K, S, D, R);
+    ox = right;
     while (ox < r->out_w) {
         const int32_t n = dw_block_size(r->out_w - ox, 4);
         switch (n) {
