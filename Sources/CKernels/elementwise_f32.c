@@ -349,7 +349,7 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
 
 // ---- float bilinear resize (see ckernels.h) ----
 
-/// Input row r0 and r1 blended by dy at column x's channels: t = (r1 - r0)·dy + r0, fused.
+/// a + (b - a)·w with one rounding for the multiply-add (the vertical and the horizontal lerp).
 static inline float resize_lerp(float a, float b, float w) { return fmaf(b - a, w, a); }
 
 /// The lerps of one output row, in plain C: resize_row_portable, and resize_row_fma compiled for

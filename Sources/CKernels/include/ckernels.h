@@ -225,9 +225,10 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
 
 /// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), as separable lerps
 /// with fused multiply-adds: t0 = fma(p10 - p00, dy, p00), t1 = fma(p11 - p01, dy, p01), out =
-/// fma(t1 - t0, dx, t0), with dy = ys[y] - y0[y] and dx = xs[x] - x0[x] (XNNPACK interpolates the
-/// same way, horizontally first). Every instruction set computes these same operations, so the same
-/// values; they differ from the reference kernel's four-weight sum by float rounding (a few ulps).
+/// fma(t1 - t0, dx, t0), with dy = ys[y] - y0[y] and dx = xs[x] - x0[x], vertically first (XNNPACK
+/// also interpolates with lerps, horizontally first). Every instruction set computes these same
+/// operations, so the same values; they differ from the reference kernel's four-weight sum by float
+/// rounding (a few ulps).
 /// y0/y1/ys (out_h entries) and x0/x1/xs (out_w entries) are the source rows/columns and the
 /// float source positions.
 void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32_t channels, float *output, int32_t out_w,
