@@ -59,4 +59,30 @@ final class FuzzRegressionTests: XCTestCase {
             }
         }
     }
+
+    /// A float [1, 1, 1, 2] input padded by PAD (builtin 34) with the constant `paddings` ([4, 2]).
+    func padModel(paddings: [Int32]) -> TinyModelBuilder {
+        var b = TinyModelBuilder()
+        let x = b.addTensor("x", shape: [1, 1, 1, 2])
+        let p = b.addTensor("paddings", type: TinyModelBuilder.TensorType.int32, shape: [4, 2], data: FBBytes.littleEndian(paddings))
+        let y = b.addTensor("y", shape: [])
+        b.addOperator(opcodeIndex: b.addOperatorCode(builtin: 34), inputs: [x, p], outputs: [y])
+        b.inputs = [x]
+        b.outputs = [y]
+        return b
+    }
+
+    /// FuzzModelInvoke, crash-72a5fb85 (session 9's CI smoke): paddings of a mutated selfie
+    /// segmentation model made PAD's output shape so large that the row-major strides computed from
+    /// it in prepare overflowed (a trap), before the output tensor's size was checked.
+    func testPadWithOverflowingOutputIsAnError() throws {
+        let model = try Model(data: padModel(paddings: [0, 0, 1, 0, 0, 2, 0, 0]).data)
+        XCTAssertEqual(model.outputs[0].byteCount, 2 * 3 * 2 * 4)   // [1, 2, 3, 2] float32
+        let big = Int32.max
+        XCTAssertThrowsError(try Model(data: padModel(paddings: [big, big, big, big, big, big, 0, 0]).data)) { error in
+            guard let error = error as? EngineError else { return XCTFail("not an EngineError: \(error)") }
+            XCTAssertEqual(error.code, .resourceLimit, error.message)
+            XCTAssertTrue(error.message.contains("overflows"), error.message)
+        }
+    }
 }

@@ -41,6 +41,12 @@ struct Pad: Kernel {
             }
             shape.append(input.shape[d] + before + after)
         }
+        // Checked here, before the strides and offsets below are computed from it: the output
+        // tensor's own size check comes after prepare.
+        guard Shape(shape).elementCount != nil else {
+            throw context.fail("paddings \(paddings) make an output of shape \(Shape(shape)), whose element count overflows",
+                               code: .resourceLimit)
+        }
 
         // The fill value, as raw bytes of the element type.
         var raw: UInt64 = 0
