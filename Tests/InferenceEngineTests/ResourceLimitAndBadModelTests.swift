@@ -80,6 +80,27 @@ final class ResourceLimitAndBadModelTests: XCTestCase {
         XCTAssertNoThrow(try Model(data: Data(TinyModelBuilder.addModel(shape: [1, 64, 64, 1]).build().bytes), options: options))
     }
 
+    /// A uint8 TRANSPOSE_CONV whose constant output_shape is huge: an error, where prepare used to
+    /// trap on the scratch size computed from it before the output tensor's size check.
+    func testHugeTransposeConvOutputShapeIsAnError() throws {
+        func model(_ shape: [Int32]) -> [UInt8] {
+            var b = TinyModelBuilder()
+            let q = TinyModelBuilder.Quantization(scale: 0.1, zeroPoint: 0)
+            let s = b.addTensor("shape", type: TinyModelBuilder.TensorType.int32, shape: [4], data: FBBytes.littleEndian(shape))
+            let w = b.addTensor("w", type: 3, shape: [1, 3, 3, 1], data: [UInt8](repeating: 1, count: 9), quantization: q)
+            let x = b.addTensor("x", type: 3, shape: [1, 4, 4, 1], quantization: q)
+            let y = b.addTensor("y", type: 3, shape: [], quantization: q)
+            // TRANSPOSE_CONV (builtin 67), TransposeConvOptions (49): SAME, stride 1.
+            b.addOperator(opcodeIndex: b.addOperatorCode(builtin: 67), inputs: [s, w, x], outputs: [y], builtinOptionsType: 49,
+                          builtinOptions: [(0, .int8(0)), (1, .int32(1)), (2, .int32(1))])
+            b.inputs = [x]
+            b.outputs = [y]
+            return b.build().bytes
+        }
+        XCTAssertEqual(try Model(data: Data(model([1, 4, 4, 1]))).outputs[0].byteCount, 16)
+        assertEngineError(.resourceLimit, model([1, Int32.max, Int32.max, 1]), "huge output_shape", contains: "output_shape")
+    }
+
     func testArenaLimit() throws {
         let bytes = TinyModelBuilder.addModel(shape: [1, 64, 64, 1]).build().bytes
         let model = try Model(data: Data(bytes))

@@ -75,6 +75,11 @@ struct TransposeConvKernel: Kernel {
         guard outputShape[0] == geometry.batches, outputShape[3] == geometry.outputChannels else {
             throw context.fail("output_shape \(outputShape) must have the input's batch \(geometry.batches) and the weights' \(geometry.outputChannels) output channels")
         }
+        // Checked here, before the scratch and geometry below are computed from it: the output
+        // tensor's own size check comes after prepare.
+        guard let outputCount = Shape(outputShape).elementCount, outputCount <= Int.max / 16 else {
+            throw context.fail("output_shape \(outputShape) has more elements than the engine can address", code: .resourceLimit)
+        }
         geometry.outputHeight = outputShape[1]
         geometry.outputWidth = outputShape[2]
         geometry.strideHeight = options.strideHeight
