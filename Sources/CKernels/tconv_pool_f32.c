@@ -273,6 +273,55 @@ void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
     pool_rows(fn, g, input, output, row_begin, row_end, out_min, out_max);
 }
 
+// ---- a global average pool's partial sums (see ckernels.h) ----
+
+static void sum_pixels_portable(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum) {
+    for (int32_t c = 0; c < C; c++) sum[c] = 0.0f;
+    for (int32_t p = p0; p < p1; p++) {
+        const float *x = input + (size_t)p * C;
+        for (int32_t c = 0; c < C; c++) sum[c] += x[c];
+    }
+}
+
+#if CK_X86
+/// 64 channels at a time (four independent addition chains, tails masked), the pixels in order.
+CK_TARGET_AVX512
+static void sum_pixels_avx512(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum) {
+    for (int32_t c = 0; c < C; c += 64) {
+        __mmask16 m[4];
+        for (int j = 0; j < 4; j++) {
+            const int32_t left = C - c - 16 * j;
+            m[j] = left >= 16 ? (__mmask16)0xFFFF : left > 0 ? (__mmask16)((1u << left) - 1u) : (__mmask16)0;
+        }
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        const float *x = input + (size_t)p0 * C + c;
+        for (int32_t p = p0; p < p1; p++, x += C) {
+            s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m[0], x));
+            s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m[1], x + 16));
+            s2 = _mm512_add_ps(s2, _mm512_maskz_loadu_ps(m[2], x + 32));
+            s3 = _mm512_add_ps(s3, _mm512_maskz_loadu_ps(m[3], x + 48));
+        }
+        _mm512_mask_storeu_ps(sum + c, m[0], s0);
+        _mm512_mask_storeu_ps(sum + c + 16, m[1], s1);
+        _mm512_mask_storeu_ps(sum + c + 32, m[2], s2);
+        _mm512_mask_storeu_ps(sum + c + 48, m[3], s3);
+    }
+}
+#endif
+
+void ck_sum_pixels_f32(int32_t isa, const float *input, int32_t channels, int32_t pixel_begin, int32_t pixel_end,
+                       float *sum) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX512) {
+        sum_pixels_avx512(input, channels, pixel_begin, pixel_end, sum);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    sum_pixels_portable(input, channels, pixel_begin, pixel_end, sum);
+}
+
 // ---- transposed convolution whose windows tile the output exactly (filter = stride, no padding:
 // MediaPipe's 2×2 stride-2 upsampling): every output pixel is one dot product of an input pixel
 // with one filter tap, plus the bias ----

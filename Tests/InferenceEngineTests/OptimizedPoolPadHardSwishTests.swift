@@ -6,7 +6,7 @@ import TestSupport
 
 /// AVERAGE_POOL_2D, HARD_SWISH and innermost-dimension PAD through CKernels against the reference
 /// kernels for every instruction-set variant at 1 and 2 threads: all three are bit-identical (the
-/// same arithmetic in the same order; PAD is a copy).
+/// same arithmetic in the same order; PAD is a copy), except a large global average pool.
 extension OptimizedFloatKernelTests {
     func testAveragePoolMatchesReferenceExactly() throws {
         var rng = SeededGenerator(seed: 46)
@@ -24,6 +24,23 @@ extension OptimizedFloatKernelTests {
             o.activation = c == 17 ? .relu6 : .none
             try assertMatchesReference(.averagePool2D, options: .pool2D(o), [input], exact: true,
                                        "average pool \(h)x\(w)x\(c) k\(o.filterHeight)x\(o.filterWidth) s\(stride) \(padding)")
+        }
+    }
+
+    /// A global average pool over at least 2^16 floats sums 8 fixed pixel ranges (each thread its
+    /// own, OptimizedPoolFloatKernel.globalPieces) and adds the partial sums: not the reference's
+    /// order, so within rounding of it, and the same bits at 1, 2 and 3 threads.
+    func testLargeGlobalAveragePoolMatchesReference() throws {
+        var rng = SeededGenerator(seed: 49)
+        for (h, w, c) in [(33, 33, 70), (40, 41, 160)] {
+            XCTAssertGreaterThanOrEqual(h * w * c, 1 << 16)
+            let values = random(2 * h * w * c, &rng, range: -3...3)
+            let input = TensorValue.float32(values, shape: [2, h, w, c])
+            var o = Pool2DOptions()
+            o.padding = .valid
+            (o.filterHeight, o.filterWidth) = (h, w)
+            o.activation = c == 70 ? .relu6 : .none
+            try assertMatchesReference(.averagePool2D, options: .pool2D(o), [input], "global average pool \(h)x\(w)x\(c)")
         }
     }
 

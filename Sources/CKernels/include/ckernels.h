@@ -187,6 +187,12 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
                     int32_t row_begin, int32_t row_end, float out_min, float out_max);
 
+/// The channel sums of pixels [pixel_begin, pixel_end) of an image of `channels` interleaved
+/// channels (NHWC): sum[c] = input[pixel_begin][c] + input[pixel_begin + 1][c] + ..., added in
+/// pixel order (the same values for every instruction set). A global average pool's partial sums.
+void ck_sum_pixels_f32(int32_t isa, const float *input, int32_t channels, int32_t pixel_begin, int32_t pixel_end,
+                       float *sum);
+
 // ---------------------------------------------------------------------------------------------
 // float32 element-wise functions over [begin, end).
 

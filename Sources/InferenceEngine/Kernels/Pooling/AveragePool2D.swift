@@ -23,6 +23,7 @@ struct AveragePool2D: Kernel {
             : FixedPoint.integerRange(input.type)
         if let isa = context.instructionSet, input.type == .float32,
            let kernel = geometry.optimizedFloatKernel(isa: isa, average: true, floatMin: fmin, floatMax: fmax) {
+            context.scratchByteCount = kernel.scratchByteCount
             return kernel
         }
         return AveragePool2D(geometry: geometry, type: input.type, floatMin: fmin, floatMax: fmax, quantizedMin: qmin, quantizedMax: qmax)
