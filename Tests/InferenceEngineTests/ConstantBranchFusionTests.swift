@@ -106,6 +106,7 @@ final class ConstantBranchFusionTests: XCTestCase {
         XCTAssertEqual(reference["CONCATENATION"], 1)
         XCTAssertEqual(optimized["CONCATENATION", default: 0], 0, "the ASPP head's image-pooling branch is projected once")
         XCTAssertEqual(optimized["CONV_2D"], reference["CONV_2D"])
-        XCTAssertEqual(optimized["RESIZE_BILINEAR"], reference["RESIZE_BILINEAR"])
+        // Its 33×33 → 33×33 resize before the final upsampling is a copy and does not run (CopyElision).
+        XCTAssertEqual(optimized["RESIZE_BILINEAR"], reference["RESIZE_BILINEAR"].map { $0 - 1 })
     }
 }

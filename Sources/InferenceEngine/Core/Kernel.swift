@@ -16,6 +16,13 @@ protocol FusedKernel: Kernel {
     var operatorNames: [String] { get }
 }
 
+/// A kernel whose output can be the very bytes of its first input (``CopyElision``).
+protocol CopyingKernel: Kernel {
+    /// Whether `run` only copies input 0 to output 0, byte for byte, for every input value that
+    /// matters (a RESHAPE; a float resize to the same size).
+    var copiesInput: Bool { get }
+}
+
 /// Creates a kernel for one operator, after checking the operator's contract (operand count, types,
 /// shapes, quantization) and setting the output shapes in `context.outputs`. Throws ``EngineError``
 /// (use `context.fail`) when the operator cannot run.

@@ -180,6 +180,11 @@ public final class Model: @unchecked Sendable {
             }
         }
 
+        // Operators that only copy an inner tensor (a RESHAPE, a resize to the same size) go: their
+        // readers read the input (CopyElision).
+        if options.kernels.instructionSet != nil {
+            CopyElision.apply(&prepared, readers: &readers, tensors: tensors, graph: graph, graphOutputs: graphOutputs)
+        }
         // A memory-bound layer's weights are prefetched by a compute-bound one before it.
         weightPrefetches = options.kernels.instructionSet == nil ? [] : WeightPrefetch.plan(&prepared)
         // Large inverted residual blocks run in bands of rows on one thread, short depthwise → 1×1

@@ -4,8 +4,9 @@ import TensorCore
 /// EXPAND_DIMS (tensorflow/lite/kernels/expand_dims.cc): inserts a size-1 dimension at the position
 /// given by the constant axis input (int32 or int64, one element; -1 appends). Input and output must
 /// share quantization parameters. The data is copied unchanged.
-struct ExpandDims: Kernel {
+struct ExpandDims: CopyingKernel {
     let byteCount: Int
+    var copiesInput: Bool { true }
 
     static func prepare(_ context: inout OpContext) throws -> any Kernel {
         try context.expect(inputs: 2, outputs: 1)

@@ -5,8 +5,9 @@ import TensorCore
 /// is a constant int32/int64 vector, else from the `new_shape` option; one dimension may be -1 and
 /// is inferred. When neither is usable (a computed shape input, no option) the output tensor's
 /// declared shape is used. The data is copied unchanged.
-struct Reshape: Kernel {
+struct Reshape: CopyingKernel {
     let byteCount: Int
+    var copiesInput: Bool { true }
 
     static func prepare(_ context: inout OpContext) throws -> any Kernel {
         try context.expect(inputs: 1...2, outputs: 1...1)

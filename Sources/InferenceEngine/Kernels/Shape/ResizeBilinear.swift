@@ -248,7 +248,7 @@ enum ResizeSupport {
 /// Float (general mode) and uint8 RESIZE_BILINEAR through CKernels: uint8 bit-identical to the reference rows, float
 /// as separable fused lerps (see ck_resize_bilinear_f32: within a few ulps of the reference's four-weight sum, the same
 /// values on every instruction set and thread count).
-struct OptimizedResizeBilinearKernel: Kernel {
+struct OptimizedResizeBilinearKernel: CopyingKernel {
     let isa: Int32
     /// uint8 tensors (else float32).
     let bytes: Bool
@@ -256,6 +256,15 @@ struct OptimizedResizeBilinearKernel: Kernel {
     let outputHeight: Int, outputWidth: Int
     let y0: [Int32], y1: [Int32], ys: [Float]
     let x0: [Int32], x1: [Int32], xs: [Float]
+
+    /// A float resize to the same size (DeepLab's 33×33 → 33×33): every output pixel is its own
+    /// input pixel with weights 0, u + (v − u) · 0 = u for every finite value (an infinite one's
+    /// lerp would be NaN, as in the reference's sum of weighted pixels).
+    var copiesInput: Bool {
+        !bytes && inputHeight == outputHeight && inputWidth == outputWidth
+            && y0.indices.allSatisfy { y0[$0] == Int32($0) && ys[$0] == Float($0) }
+            && x0.indices.allSatisfy { x0[$0] == Int32($0) && xs[$0] == Float($0) }
+    }
 
     func run(_ io: KernelIO) {
         let input = io.input(0), output = io.output(0)
