@@ -59,4 +59,33 @@ final class MemoryPlannerTests: XCTestCase {
             XCTAssertEqual(model.arenaByteCount, model.peakLiveByteCount, file)
         }
     }
+
+    /// Inputs are never overwritten (as in TFLite): set once, invoked twice, the same outputs. The
+    /// chain x → ADD(x, x) → a → ADD(a, a) → b → ADD(b, b) → out reads x only at the first step,
+    /// and b, alive from the second, fits x's place: the planner used to put it there, so a second
+    /// invoke doubled b's values instead of x's.
+    func testAnInputSetOnceServesEveryInvoke() throws {
+        var b = TinyModelBuilder()
+        let shape: [Int32] = [1, 4, 4, 3]
+        let x = b.addTensor("x", shape: shape)
+        let a = b.addTensor("a", shape: shape), c = b.addTensor("b", shape: shape), out = b.addTensor("out", shape: shape)
+        let add = b.addOperatorCode(builtin: TinyModelBuilder.Builtin.add)
+        for (input, output) in [(x, a), (a, c), (c, out)] {
+            b.addOperator(opcodeIndex: add, inputs: [input, input], outputs: [output],
+                          builtinOptionsType: TinyModelBuilder.OptionsType.add, builtinOptions: [(0, .int8(0))])
+        }
+        b.inputs = [x]
+        b.outputs = [out]
+        let values = (0..<48).map { Float($0) - 20 }
+        for kernels in [KernelSelection.reference, .optimized] {
+            var options = ModelOptions()
+            options.kernels = kernels
+            let interpreter = Interpreter(model: try Model(data: Data(b.build().bytes), options: options))
+            try values.withUnsafeBytes { try interpreter.copyInput($0, at: 0) }
+            for run in 1...3 {
+                interpreter.invoke()
+                XCTAssertEqual(try interpreter.outputFloats(at: 0), values.map { $0 * 8 }, "\(kernels) invoke \(run)")
+            }
+        }
+    }
 }

@@ -164,7 +164,9 @@ enum ModelCompiler {
         let end = nodes.count
         var first = [Int: Int](), last = [Int: Int]()
         func inArena(_ t: Int) -> Bool { t >= 0 && !tensors[t].isConstant && !graph.tensors[t].isVariable }
-        for input in graph.inputs where inArena(input) { first[input] = 0; last[input] = max(last[input] ?? 0, 0) }
+        // Inputs live through the whole invoke, as in TFLite: a caller may set them once and invoke
+        // again (no later tensor overwrites them).
+        for input in graph.inputs where inArena(input) { first[input] = 0; last[input] = end }
         for (position, node) in nodes.enumerated() {
             for input in node.inputs where inArena(input) {
                 guard first[input] != nil else {
