@@ -227,6 +227,16 @@ struct BandChainKernel: Kernel, FusedKernel {
         if case .depthwise(let k) = stages[1] { haloRows = (Int(k.geometry.k_h) - 1) * Int(k.geometry.dil_h) } else { haloRows = 0 }
     }
 
+    /// Bytes of one thread's window (``ParallelRunner/window(_:bytes:)``): ``ringRows`` expanded
+    /// rows, then one band of depthwise output rows (0 without windows).
+    var windowSlabBytes: Int {
+        guard ringRows > 0, stages.count == 3 else { return 0 }
+        return Self.windowOffset(ringRows * stages[0].outputRowBytes) + BandChains.bandRows * stages[1].outputRowBytes
+    }
+
+    /// `bytes` rounded up to whole cache lines (where the band's depthwise rows start in a window).
+    static func windowOffset(_ bytes: Int) -> Int { (bytes + 63) & ~63 }
+
     /// The most rows of the expanded tensor one band of `stages` (1×1, depthwise, 1×1) reads: from
     /// the first its depthwise rows read to the last the expansion has computed, or 0 when that is
     /// the whole tensor.
@@ -378,8 +388,12 @@ extension BandChainKernel {
                 let filteredOut = starts[1] + counts[2], filteredIn = starts[2]
                 let expandedRow = stages[0].outputRowBytes, filteredRow = stages[1].outputRowBytes
                 let ring = alreadyExpanded ? 0 : ringRows
-                let expanded = t[expandedOut] + slab * ring * expandedRow
-                let filtered = t[filteredOut] + slab * BandChains.bandRows * filteredRow
+                // The thread's own window when the runner has one (an interpreter's), else windows
+                // in the inner tensors' memory.
+                let own = ring > 0 ? io.parallel.window(slab, bytes: windowSlabBytes) : nil
+                let expanded = own ?? t[expandedOut] + slab * ring * expandedRow
+                let filtered = own.map { $0 + Self.windowOffset(ring * expandedRow) }
+                    ?? t[filteredOut] + slab * BandChains.bandRows * filteredRow
                 func part(_ k: Int) -> KernelIO {
                     KernelIO(tensors: UnsafePointer(t), inputIndices: l + starts[k], inputCount: counts[2 * k],
                              outputIndices: l + starts[k] + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,

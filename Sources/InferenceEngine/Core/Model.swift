@@ -64,6 +64,9 @@ public final class Model: @unchecked Sendable {
     /// The most bytes of intermediate tensors and scratch alive at one step: no arena can be
     /// smaller, and ``arenaByteCount`` is compared with it.
     public let peakLiveByteCount: Int
+    /// Bytes of the window each interpreter thread keeps for banded inverted residual blocks
+    /// (``BandChainKernel``), outside the arena; 0 when no block runs in windows.
+    public let bandWindowByteCount: Int
     /// Bytes of persistent state (variable tensors) each interpreter allocates.
     public let variableByteCount: Int
     /// Node indices of each operator that brings a later one's weights into L2 as it runs, at 1
@@ -206,6 +209,7 @@ public final class Model: @unchecked Sendable {
                         inputs: ContiguousArray(entry.inputs.map { Int32($0) }), outputs: ContiguousArray(entry.outputs.map { Int32($0) }),
                         scratchOffset: plan.scratchOffsets[position], scratchByteCount: entry.scratch)
         }
+        bandWindowByteCount = nodes.map { ($0.kernel as? BandChainKernel)?.windowSlabBytes ?? 0 }.max() ?? 0
         variableTensors = tensors.indices.filter { tensors[$0].constant == nil && graph.tensors[$0].isVariable }
         variableByteCount = variableTensors.reduce(0) { $0 + GreedyMemoryPlanner().align(tensors[$1].byteCount) }
         self.tensors = tensors

@@ -21,7 +21,7 @@ enum BenchCommand {
             .value("input", "FILE", "Raw little-endian tensor bytes for the next model input, in the model's input order (the goldens' *.input.bin format). Repeat once per input; without --input every input is zeros.", repeatable: true),
             .value("kernels", "SET", "Kernel set: optimized (default: the best micro-kernels for this CPU), avx512, avx2, portable (capped instruction sets), or reference (the TFLite-semantics reference kernels, for bisecting)."),
             .flag("profile", "After the timed runs, print each operator's median time over --runs profiled invokes, slowest first (with --json: an extra \"operators\" array)."),
-            .flag("json", "Print one JSON object: {\"model\",\"threads\",\"runs\",\"medianMs\",\"p90Ms\",\"loadMs\",\"coldLoadMs\",\"arenaBytes\",\"peakLiveBytes\",\"peakRSSBytes\"}."),
+            .flag("json", "Print one JSON object: {\"model\",\"threads\",\"runs\",\"medianMs\",\"p90Ms\",\"loadMs\",\"coldLoadMs\",\"arenaBytes\",\"peakLiveBytes\",\"bandWindowBytes\",\"peakRSSBytes\"}."),
         ],
         example: """
         edgevision bench ../shared/models/mobilenet_v1_0.25_128_quant.tflite --runs 20
@@ -111,6 +111,7 @@ enum BenchCommand {
                 ("coldLoadMs", .double(coldLoadMs)),
                 ("arenaBytes", .int(model.arenaByteCount)),
                 ("peakLiveBytes", .int(model.peakLiveByteCount)),
+                ("bandWindowBytes", .int(model.bandWindowByteCount * threads)),
                 ("peakRSSBytes", .int(peakRSS)),
             ] + (profile ? [("operators", .array(operators.map { op in
                 JSON.object([("node", .int(op.node)), ("op", .string(op.name)), ("kernel", .string(op.kernel)), ("medianMs", .double(op.ms))])
@@ -127,6 +128,8 @@ enum BenchCommand {
                 ("load", String(format: "%.1f ms (model + interpreter + first invoke; %.1f ms as the process's first load)", loadMs, coldLoadMs)),
                 ("arena", String(format: "%.2f MiB (the most bytes alive at one step: %.2f MiB)",
                                  Double(model.arenaByteCount) / 1_048_576, Double(model.peakLiveByteCount) / 1_048_576)),
+                ("windows", String(format: "%.2f MiB (banded blocks' per-thread windows, outside the arena)",
+                                   Double(model.bandWindowByteCount * threads) / 1_048_576)),
                 ("peak RSS", String(format: "%.1f MiB", Double(peakRSS) / 1_048_576)),
             ]
             let width = rows.map { $0.0.count }.max() ?? 0
