@@ -145,10 +145,15 @@ struct ConstantImageProjectionKernel: Kernel {
         packed.withUnsafeBufferPointer { weights in
             zeros.withUnsafeBufferPointer { zeros in
                 guard let w = weights.baseAddress, let z = zeros.baseAddress else { return }
-                for n in 0..<batches {
+                // Each thread a share of the channel blocks, so each streams only its share of the
+                // weights (from L3: DeepLab's 256 × 256 at 2 threads 0.010 → 0.006 ms); a block's
+                // values do not depend on the share it is in.
+                let pieces = min(io.parallel.threadCount, blocks)
+                io.parallel.forEach(pieces * batches) { piece in
+                    let n = piece / pieces, share = ConvolutionSupport.range(piece: piece % pieces, of: pieces, count: blocks)
                     var g = geometry
-                    ck_conv_f32(isa, &g, input + n * inputChannels, w, output + n * channels, 0, 1, 0, Int32(blocks),
-                                -.infinity, .infinity, z, nil)
+                    ck_conv_f32(isa, &g, input + n * inputChannels, w, output + n * channels, 0, 1,
+                                Int32(share.lowerBound), Int32(share.upperBound), -.infinity, .infinity, z, nil)
                 }
             }
         }
