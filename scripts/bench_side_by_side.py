@@ -187,15 +187,15 @@ def main():
             if "setup_error" in s:
                 notes.append("no golden inputs: " + s["setup_error"])
             if len(row["ev"]) > 1:
-                notes.append("EV rounds " + "/".join(f"{x:.2f}" for x in row["ev"]))
+                notes.append("EV rounds " + "/".join(f"{x:.3f}" for x in row["ev"]))
             if len(row["lite"]) > 1:
                 notes.append("LiteRT rounds " + "/".join(f"{x:.3f}" for x in row["lite"]))
             j = row["ev_json"] or {}
             f = lambda v, nd: "failed" if v is None else f"{v:.{nd}f}"
             out.append("| " + " | ".join([
                 n, str(t), s.get("image", "-"), f"{macs / 1e6:.1f}" if macs else "-",
-                f(lite, 3), f(ev, 2),
-                f"{ev / lite:.2f}×" if ev and lite else "-",
+                f(lite, 3), f(ev, 3),
+                f"{ev / lite:.3f}×" if ev and lite else "-",
                 f"{macs / (ev / 1e3) / 1e9:.2f}" if ev and macs else "-",
                 str(row["ev_runs"] or "-"),
                 f"{statistics.median(row['lite_load']):.1f}" if row["lite_load"] else "-",
