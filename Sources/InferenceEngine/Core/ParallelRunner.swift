@@ -36,6 +36,9 @@ final class ParallelRunner: @unchecked Sendable {
     /// often, by the other core: DeepLab at 2 threads 5.39 → 5.35 ms).
     let windows: UnsafeMutableRawPointer?
     let windowSlabBytes: Int
+    /// The block `windows` came from (``RecycledMemory``: a recycled block's pages are mapped
+    /// already, so a new interpreter's first invoke does not fault them in).
+    private let windowBlockBytes: Int
     /// The ck_pool once created.
     private let pool = PoolSlot()
     /// Signalled when the background creation has finished (nil with one thread).
@@ -45,7 +48,14 @@ final class ParallelRunner: @unchecked Sendable {
         self.threadCount = max(1, min(threadCount, 256))
         let slab = (max(0, windowSlabBytes) + 63) & ~63
         self.windowSlabBytes = slab
-        windows = slab > 0 ? UnsafeMutableRawPointer.allocate(byteCount: slab * self.threadCount, alignment: 64) : nil
+        if slab > 0 {
+            let block = RecycledMemory.take(byteCount: slab * self.threadCount)
+            windows = block.pointer
+            windowBlockBytes = block.byteCount
+        } else {
+            windows = nil
+            windowBlockBytes = 0
+        }
         guard self.threadCount > 1 else {
             created = nil
             return
@@ -68,7 +78,7 @@ final class ParallelRunner: @unchecked Sendable {
     }
 
     deinit {
-        windows?.deallocate()
+        if let windows { RecycledMemory.give(windows, byteCount: windowBlockBytes) }
         created?.wait()
         let bits = pool.bits.load(ordering: .acquiring)
         guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else { return }
