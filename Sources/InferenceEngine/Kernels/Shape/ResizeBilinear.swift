@@ -258,8 +258,9 @@ struct OptimizedResizeBilinearKernel: CopyingKernel {
     let x0: [Int32], x1: [Int32], xs: [Float]
 
     /// A float resize to the same size (DeepLab's 33×33 → 33×33): every output pixel is its own
-    /// input pixel with weights 0, u + (v − u) · 0 = u for every finite value (an infinite one's
-    /// lerp would be NaN, as in the reference's sum of weighted pixels).
+    /// input pixel with weights 0, u + (v − u) · 0 = u when the neighbours are finite. (An infinite
+    /// neighbour makes the lerp, and the reference's weighted sum, NaN; the elided copy keeps the
+    /// pixel's own value.)
     var copiesInput: Bool {
         !bytes && inputHeight == outputHeight && inputWidth == outputWidth
             && y0.indices.allSatisfy { y0[$0] == Int32($0) && ys[$0] == Float($0) }
