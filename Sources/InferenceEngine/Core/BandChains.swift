@@ -231,11 +231,8 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// rows, then one band of depthwise output rows (0 without windows).
     var windowSlabBytes: Int {
         guard ringRows > 0, stages.count == 3 else { return 0 }
-        return Self.windowOffset(ringRows * stages[0].outputRowBytes) + BandChains.bandRows * stages[1].outputRowBytes
+        return ConvolutionSupport.align(ringRows * stages[0].outputRowBytes) + BandChains.bandRows * stages[1].outputRowBytes
     }
-
-    /// `bytes` rounded up to whole cache lines (where the band's depthwise rows start in a window).
-    static func windowOffset(_ bytes: Int) -> Int { (bytes + 63) & ~63 }
 
     /// The most rows of the expanded tensor one band of `stages` (1×1, depthwise, 1×1) reads: from
     /// the first its depthwise rows read to the last the expansion has computed, or 0 when that is
@@ -392,7 +389,7 @@ extension BandChainKernel {
                 // in the inner tensors' memory.
                 let own = ring > 0 ? io.parallel.window(slab, bytes: windowSlabBytes) : nil
                 let expanded = own ?? t[expandedOut] + slab * ring * expandedRow
-                let filtered = own.map { $0 + Self.windowOffset(ring * expandedRow) }
+                let filtered = own.map { $0 + ConvolutionSupport.align(ring * expandedRow) }
                     ?? t[filteredOut] + slab * BandChains.bandRows * filteredRow
                 func part(_ k: Int) -> KernelIO {
                     KernelIO(tensors: UnsafePointer(t), inputIndices: l + starts[k], inputCount: counts[2 * k],

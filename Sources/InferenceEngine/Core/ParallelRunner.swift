@@ -46,7 +46,7 @@ final class ParallelRunner: @unchecked Sendable {
 
     init(threadCount: Int, windowSlabBytes: Int = 0) {
         self.threadCount = max(1, min(threadCount, 256))
-        let slab = (max(0, windowSlabBytes) + 63) & ~63
+        let slab = ConvolutionSupport.align(max(0, windowSlabBytes))
         self.windowSlabBytes = slab
         if slab > 0 {
             let block = RecycledMemory.take(byteCount: slab * self.threadCount)
