@@ -29,7 +29,8 @@ final class MemoryPlannerTests: XCTestCase {
         for _ in 0..<200 {
             let buffers = (0..<20).map { _ -> PlannedBuffer in
                 let first = Int.random(in: 0..<30, using: &generator)
-                return PlannedBuffer(size: Int.random(in: 1...5000, using: &generator), firstUse: first, lastUse: first + Int.random(in: 0..<6, using: &generator))
+                return PlannedBuffer(size: Int.random(in: 1...5000, using: &generator), firstUse: first, lastUse: first + Int.random(in: 0..<6, using: &generator),
+                                     writtenInHalves: Bool.random(using: &generator))
             }
             let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
             var peak = 0
@@ -58,6 +59,36 @@ final class MemoryPlannerTests: XCTestCase {
             XCTAssertGreaterThan(model.peakLiveByteCount, 0, file)
             XCTAssertEqual(model.arenaByteCount, model.peakLiveByteCount, file)
         }
+    }
+
+    /// Bytes that change threads: a 512-byte buffer at the start of the 1024-byte one before it has
+    /// its second half on the first's first half (256 bytes, counted going there and coming back);
+    /// centred on it, none. Scratch (not written in halves) counts as neither.
+    func testCrossThreadBytesCountsHalvesThatChangeThreads() {
+        let buffers = [PlannedBuffer(size: 1024, firstUse: 0, lastUse: 0), PlannedBuffer(size: 512, firstUse: 1, lastUse: 1)]
+        XCTAssertEqual(crossThreadBytes(buffers, offsets: [0, 0]), 512)
+        XCTAssertEqual(crossThreadBytes(buffers, offsets: [0, 256]), 0)
+        XCTAssertEqual(crossThreadBytes(buffers, offsets: [0, 512]), 512)
+        let scratch = [buffers[0], PlannedBuffer(size: 512, firstUse: 1, lastUse: 1, writtenInHalves: false)]
+        XCTAssertEqual(crossThreadBytes(scratch, offsets: [0, 0]), 0)
+        // Three users of the same bytes: first, second, first half, and back to the first.
+        let three = buffers + [PlannedBuffer(size: 1024, firstUse: 2, lastUse: 2)]
+        XCTAssertEqual(crossThreadBytes(three, offsets: [0, 0, 0]), 512)
+    }
+
+    /// Among plans of the smallest arena the planner keeps the one whose halves stay on their
+    /// threads: a chain 1024 → 512 → 1024 bytes (each alive alone) in 1024 bytes, the 512-byte
+    /// buffer centred on the others.
+    func testThePlannerCentresBuffersOnTheHalvesOfThoseBefore() {
+        let buffers = [PlannedBuffer(size: 1024, firstUse: 0, lastUse: 0), PlannedBuffer(size: 512, firstUse: 1, lastUse: 1),
+                       PlannedBuffer(size: 1024, firstUse: 2, lastUse: 2)]
+        let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
+        XCTAssertEqual(size, 1024)
+        XCTAssertEqual(offsets, [0, 256, 0])
+        XCTAssertEqual(crossThreadBytes(buffers, offsets: offsets), 0)
+        // Scratch stays at the start of its gap.
+        let scratch = [buffers[0], PlannedBuffer(size: 512, firstUse: 1, lastUse: 1, writtenInHalves: false), buffers[2]]
+        XCTAssertEqual(GreedyMemoryPlanner().plan(scratch).offsets, [0, 0, 0])
     }
 
     /// Inputs are never overwritten (as in TFLite): set once, invoked twice, the same outputs. The

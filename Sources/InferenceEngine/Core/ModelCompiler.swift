@@ -186,7 +186,7 @@ enum ModelCompiler {
         let tensorIndices = first.keys.sorted()
         var buffers = tensorIndices.map { PlannedBuffer(size: tensors[$0].byteCount, firstUse: first[$0] ?? 0, lastUse: last[$0] ?? end) }
         for (position, node) in nodes.enumerated() {
-            buffers.append(PlannedBuffer(size: node.scratch, firstUse: position, lastUse: position))
+            buffers.append(PlannedBuffer(size: node.scratch, firstUse: position, lastUse: position, writtenInHalves: false))
         }
         let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
         guard size <= options.maximumArenaBytes else {
