@@ -3,7 +3,7 @@ import InferenceEngine
 import TestSupport
 import XCTest
 
-/// A float inverted residual block whose expanded tensor is 1 MiB or more (1×1 expansion,
+/// A float inverted residual block whose expanded tensor is 800 KiB or more (1×1 expansion,
 /// depthwise 3×3, 1×1 projection, with or without its residual ADD) runs as one operator, in bands
 /// of rows at 1 thread; a short depthwise layer and the 1×1 after it run as one operator whose
 /// threads each take their rows of both; consecutive 1×1 layers run as one operator whose threads
