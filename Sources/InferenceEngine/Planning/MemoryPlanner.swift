@@ -34,8 +34,9 @@ package struct PlannedBuffer: Hashable {
 /// ~15%; the best of the variants reaches the lower bound (``peakLiveBytes(_:alignment:)``) on every
 /// shared model.
 ///
-/// Among the plans that reach the bound, the one whose memory changes threads least is kept
-/// (``crossThreadBytes(_:offsets:)``): at two threads each operator's first half of rows is
+/// Plans placed with ``Placement/halves`` come first, and among those that reach the bound the one
+/// whose memory changes threads least is kept (``crossThreadBytes(_:offsets:alignment:)``); the
+/// plain placements only run when none does. At two threads each operator's first half of rows is
 /// written by one core and its second half by the other, so a byte that one tensor's first half
 /// and the next tensor's second half share is written by the other core than last time, and its
 /// line has to be taken from that core's cache (3–7× slower than writing a line of one's own).
@@ -56,7 +57,7 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
         /// At the start of the smallest gap that fits (the end of the arena if none).
         case bestFit
         /// In the first gap that fits, where its halves overlap most bytes of the same halves of
-        /// the placed buffers alive at other times (``halvesOffset(_:index:size:in:offsets:placed:)``).
+        /// the placed buffers alive at other times (``halvesOffset(_:index:size:in:offsets:placedOrder:neighbours:)``).
         case halves
     }
 
@@ -74,18 +75,29 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
                 : (buffers[a].size != buffers[b].size ? buffers[a].size > buffers[b].size : a < b) },
         ]
         let overlaps = Overlaps(buffers)
+        let sortedOrders = orders.map { buffers.indices.sorted(by: $0) }
+        // First the placements that centre buffers on the halves before them, each given up as
+        // soon as it passes the bound; of those that reach it, the one with the fewest bytes that
+        // change threads.
         var best: (offsets: [Int], arenaSize: Int)?
         var bestCrossing = Int.max
-        for order in orders {
-            let sorted = buffers.indices.sorted(by: order)
-            for placement in Placement.allCases {
-                guard let candidate = place(buffers, order: sorted, placement: placement, overlaps: overlaps, bound: bound,
-                                            limit: best?.arenaSize ?? Int.max) else { continue }
-                // Plans of the same size: the one with the fewest bytes that change threads.
-                let crossing = crossThreadBytes(buffers, offsets: candidate.offsets)
-                if let current = best, current.arenaSize == candidate.arenaSize, crossing >= bestCrossing { continue }
+        for sorted in sortedOrders {
+            guard let candidate = place(buffers, order: sorted, placement: .halves, overlaps: overlaps, bound: bound, limit: bound)
+            else { continue }
+            let crossing = crossThreadBytes(buffers, offsets: candidate.offsets, alignment: alignment)
+            if crossing < bestCrossing {
                 best = candidate
                 bestCrossing = crossing
+            }
+        }
+        if let best { return best }
+        // None did: first and best fit in each order, stopping at the bound.
+        search: for sorted in sortedOrders {
+            for placement in [Placement.firstFit, .bestFit] {
+                guard let candidate = place(buffers, order: sorted, placement: placement, overlaps: overlaps, bound: bound,
+                                            limit: best.map { $0.arenaSize - 1 } ?? Int.max) else { continue }
+                best = candidate
+                if candidate.arenaSize <= bound { break search }
             }
         }
         // Still above the bound: perturbed largest-first orders (sizes scaled by seeded random
@@ -103,15 +115,9 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
                 return Double(buffer.size) * (0.5 + Double(z >> 11) / Double(1 << 53))
             }
             let order = buffers.indices.sorted { keys[$0] != keys[$1] ? keys[$0] > keys[$1] : $0 < $1 }
-            for placement in [Placement.firstFit, .halves] {
-                let size = best?.arenaSize ?? current.arenaSize
-                guard let candidate = place(buffers, order: order, placement: placement, overlaps: overlaps, bound: bound,
-                                            limit: size) else { continue }
-                let crossing = crossThreadBytes(buffers, offsets: candidate.offsets)
-                if candidate.arenaSize < size || crossing < bestCrossing {
-                    best = candidate
-                    bestCrossing = crossing
-                }
+            if let candidate = place(buffers, order: order, placement: .firstFit, overlaps: overlaps, bound: bound,
+                                     limit: current.arenaSize - 1) {
+                best = candidate
             }
         }
         return best ?? ([], 0)
@@ -158,6 +164,10 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
         // (Equal offsets may come in any order: the gap found is the same.)
         var live: [(offset: Int, end: Int)] = []
         live.reserveCapacity(buffers.count)
+        // The buffers placed so far, in order, and the candidates ``halvesOffset`` looks at.
+        var placedOrder: [Int] = []
+        placedOrder.reserveCapacity(buffers.count)
+        var neighbours: [(start: Int, middle: Int, end: Int)] = []
         var arenaSize = 0
         for index in order {
             let size = align(buffers[index].size)
@@ -183,10 +193,12 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
             if placement == .halves, buffers[index].writtenInHalves {
                 // Anywhere in the gap (the last one: up to the bound, if it fits there).
                 let last = gapEnd == Int.max ? max(offset, bound - size) : gapEnd - size
-                offset = halvesOffset(buffers, index: index, size: size, in: offset...last, offsets: offsets, placed: placed)
+                offset = halvesOffset(buffers, index: index, size: size, in: offset...last, offsets: offsets, placedOrder: placedOrder,
+                                      neighbours: &neighbours)
             }
             offsets[index] = offset
             placed[index] = true
+            placedOrder.append(index)
             arenaSize = max(arenaSize, offset + size)
             if arenaSize > limit { return nil }
         }
@@ -198,10 +210,11 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
     /// the bytes they overlap of the other halves); the start of `range` when none is better.
     /// Tried: the range's ends and every offset that puts the buffer's middle on such a buffer's.
     private func halvesOffset(_ buffers: [PlannedBuffer], index: Int, size: Int, in range: ClosedRange<Int>,
-                              offsets: [Int], placed: [Bool]) -> Int {
-        let half = align(size / 2)
-        var neighbours: [(start: Int, middle: Int, end: Int)] = []
-        for j in buffers.indices where placed[j] && buffers[j].writtenInHalves && !buffers[j].overlapsInTime(buffers[index]) {
+                              offsets: [Int], placedOrder: [Int], neighbours: inout [(start: Int, middle: Int, end: Int)]) -> Int {
+        guard range.lowerBound < range.upperBound else { return range.lowerBound }
+        let half = align(buffers[index].size / 2), buffer = buffers[index]
+        neighbours.removeAll(keepingCapacity: true)
+        for j in placedOrder where buffers[j].writtenInHalves && !buffers[j].overlapsInTime(buffer) {
             let start = offsets[j], end = start + align(buffers[j].size)
             if end > range.lowerBound, start < range.upperBound + size {
                 neighbours.append((start, start + align(buffers[j].size / 2), end))
@@ -211,7 +224,7 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
         func score(_ offset: Int) -> Int {
             var total = 0
             let middle = offset + half, end = offset + size
-            for n in neighbours {
+            for n in neighbours where n.end > offset && n.start < end {
                 let same = overlap(offset, middle, n.start, n.middle) + overlap(middle, end, n.middle, n.end)
                 let other = overlap(offset, middle, n.middle, n.end) + overlap(middle, end, n.start, n.middle)
                 total += same - other
@@ -219,12 +232,14 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
             return total
         }
         var chosen = range.lowerBound, chosenScore = score(range.lowerBound)
-        for candidate in [range.upperBound] + neighbours.map({ $0.middle - half }) {
+        func consider(_ candidate: Int) {
             let offset = candidate / alignment * alignment
-            guard range.contains(offset) else { continue }
+            guard offset != chosen, range.contains(offset) else { return }
             let value = score(offset)
             if value > chosenScore { chosen = offset; chosenScore = value }
         }
+        consider(range.upperBound)
+        for n in neighbours { consider(n.middle - half) }
         return chosen
     }
 
@@ -240,26 +255,49 @@ private func overlap(_ a0: Int, _ a1: Int, _ b0: Int, _ b1: Int) -> Int { max(0,
 /// neither.
 package func crossThreadBytes(_ buffers: [PlannedBuffer], offsets: [Int], alignment: Int = 64) -> Int {
     func align(_ size: Int) -> Int { (max(size, 1) + alignment - 1) / alignment * alignment }
-    let users = buffers.indices.filter { buffers[$0].writtenInHalves }
-    // The bytes between consecutive boundaries (starts, middles, ends) each have one set of users.
-    var cuts = Set<Int>()
-    for i in users {
-        cuts.insert(offsets[i])
-        cuts.insert(offsets[i] + align(buffers[i].size / 2))
-        cuts.insert(offsets[i] + align(buffers[i].size))
+    let users = buffers.indices.filter { buffers[$0].writtenInHalves }.sorted {
+        buffers[$0].firstUse != buffers[$1].firstUse ? buffers[$0].firstUse < buffers[$1].firstUse : $0 < $1
     }
-    let points = cuts.sorted()
-    let byFirstUse = users.sorted { buffers[$0].firstUse != buffers[$1].firstUse ? buffers[$0].firstUse < buffers[$1].firstUse : $0 < $1 }
-    var total = 0
-    for (a, b) in zip(points, points.dropFirst()) {
-        var halves: [Bool] = []
-        for i in byFirstUse where offsets[i] <= a && b <= offsets[i] + align(buffers[i].size) {
-            halves.append(a >= offsets[i] + align(buffers[i].size / 2))
+    // The bytes between consecutive boundaries (starts, middles, ends) each have one set of users.
+    var cuts: [Int] = []
+    cuts.reserveCapacity(3 * users.count)
+    for i in users {
+        cuts.append(offsets[i])
+        cuts.append(offsets[i] + align(buffers[i].size / 2))
+        cuts.append(offsets[i] + align(buffers[i].size))
+    }
+    cuts.sort()
+    var points: [Int] = []
+    points.reserveCapacity(cuts.count)
+    for c in cuts where points.last != c { points.append(c) }
+    guard points.count > 1 else { return 0 }
+    // Per segment between two points: the first user's half, the last user's half (in step
+    // order) and the changes between consecutive users; users visited in step order, each over
+    // the segments it covers.
+    let segments = points.count - 1
+    var first = [Int8](repeating: -1, count: segments), last = [Int8](repeating: -1, count: segments)
+    var changes = [Int](repeating: 0, count: segments)
+    func index(of point: Int) -> Int {
+        var lo = 0, hi = points.count - 1
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if points[mid] < point { lo = mid + 1 } else { hi = mid }
         }
-        guard halves.count > 1 else { continue }
-        var changes = 0
-        for k in halves.indices where halves[k] != halves[(k + 1) % halves.count] { changes += 1 }
-        total += changes * (b - a)
+        return lo
+    }
+    for i in users {
+        let start = offsets[i], middle = start + align(buffers[i].size / 2), end = start + align(buffers[i].size)
+        var k = index(of: start)
+        while k < segments, points[k] < end {
+            let half: Int8 = points[k] >= middle ? 1 : 0
+            if first[k] < 0 { first[k] = half } else if last[k] != half { changes[k] += 1 }
+            last[k] = half
+            k += 1
+        }
+    }
+    var total = 0
+    for k in 0..<segments where first[k] >= 0 {
+        total += (changes[k] + (first[k] != last[k] ? 1 : 0)) * (points[k + 1] - points[k])
     }
     return total
 }
