@@ -42,8 +42,8 @@ package struct PlannedBuffer: Hashable {
 /// line has to be taken from that core's cache (3–7× slower than writing a line of one's own).
 /// Plans placed with ``Placement/halves`` put each buffer, within the gaps the plain placement
 /// would use, where its halves fall on the same halves of the buffers that used that memory
-/// before (centred on them). MobileNet v1 0.25 float at 2 threads 0.414 → 0.383 ms, the arena the
-/// same.
+/// before (centred on them). MobileNet v1 0.25 float at 2 threads 0.413 → 0.378 ms, the arena the
+/// same (docs/PERFORMANCE.md, session 11).
 package struct GreedyMemoryPlanner: MemoryPlanner {
     package var alignment = 64
     package var randomTries = 64
@@ -51,7 +51,7 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
     package init(alignment: Int = 64) { self.alignment = alignment }
 
     /// Where a buffer goes in a gap.
-    enum Placement: CaseIterable {
+    enum Placement {
         /// At the start of the first gap that fits.
         case firstFit
         /// At the start of the smallest gap that fits (the end of the arena if none).
@@ -249,10 +249,10 @@ package struct GreedyMemoryPlanner: MemoryPlanner {
 /// Bytes of `[a0, a1)` in `[b0, b1)`.
 private func overlap(_ a0: Int, _ a1: Int, _ b0: Int, _ b1: Int) -> Int { max(0, min(a1, b1) - max(a0, b0)) }
 
-/// Bytes a plan has change threads from invoke to invoke at two threads: for each byte, each time
-/// the buffer using it next (in step order, the first again after the last) writes it in the other
-/// half than the one before (see ``GreedyMemoryPlanner``). Buffers not written in halves count as
-/// neither.
+/// How many bytes of a plan change threads per invoke at two threads: each byte counts once for
+/// every buffer using it (in step order, the first again after the last) that writes it in the
+/// other half than the buffer before it (see ``GreedyMemoryPlanner``). Buffers not written in
+/// halves count as neither.
 package func crossThreadBytes(_ buffers: [PlannedBuffer], offsets: [Int], alignment: Int = 64) -> Int {
     func align(_ size: Int) -> Int { (max(size, 1) + alignment - 1) / alignment * alignment }
     let users = buffers.indices.filter { buffers[$0].writtenInHalves }.sorted {
