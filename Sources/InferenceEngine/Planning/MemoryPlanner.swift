@@ -34,16 +34,15 @@ package struct PlannedBuffer: Hashable {
 /// ~15%; the best of the variants reaches the lower bound (``peakLiveBytes(_:alignment:)``) on every
 /// shared model.
 ///
-/// Plans placed with ``Placement/halves`` come first, and among those that reach the bound the one
-/// whose memory changes threads least is kept (``crossThreadBytes(_:offsets:alignment:)``); the
-/// plain placements only run when none does. At two threads each operator's first half of rows is
-/// written by one core and its second half by the other, so a byte that one tensor's first half
-/// and the next tensor's second half share is written by the other core than last time, and its
-/// line has to be taken from that core's cache (3–7× slower than writing a line of one's own).
-/// Plans placed with ``Placement/halves`` put each buffer, within the gaps the plain placement
-/// would use, where its halves fall on the same halves of the buffers that used that memory
-/// before (centred on them). MobileNet v1 0.25 float at 2 threads 0.413 → 0.378 ms, the arena the
-/// same (docs/PERFORMANCE.md, session 11).
+/// At two threads each operator's first half of rows is written by one core and its second half
+/// by the other, so a byte that one tensor's first half and the next tensor's second half share is
+/// written by the other core than last time, and its line has to be taken from that core's cache
+/// (3–7× slower than writing a line of one's own). So plans placed with ``Placement/halves`` come
+/// first: each buffer, within the gap the plain placement would use, centred on the halves of the
+/// buffers that used that memory before; among those that reach the bound the one whose memory
+/// changes threads least is kept (``crossThreadBytes(_:offsets:alignment:)``), and the plain
+/// placements above run only when none does. MobileNet v1 0.25 float at 2 threads 0.413 →
+/// 0.378 ms, the arena the same (docs/PERFORMANCE.md, session 11).
 package struct GreedyMemoryPlanner: MemoryPlanner {
     package var alignment = 64
     package var randomTries = 64
