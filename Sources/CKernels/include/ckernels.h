@@ -91,7 +91,7 @@ int32_t ck_conv_f32_row_taps(const ck_conv_geometry *g);
 /// first convolution): whether ck_conv_c3s2_f32 handles `g`.
 int32_t ck_conv_c3s2_supported(const ck_conv_geometry *g);
 
-/// Output rows [row_begin, row_end) of such a layer, vectorized over 16 output pixels; `filter` is
+/// Output rows [row_begin, row_end) of such a layer, vectorized over 16 (AVX-512) or 8 (AVX2) output pixels; `filter` is
 /// the op's [out_c][k_h][k_w][3] weights, `bias` may be NULL. Returns 0 (nothing done) where the
 /// ISA or the shape is not supported: the caller then runs ck_conv_f32.
 int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *filter, const float *bias,

@@ -133,7 +133,7 @@ struct OptimizedConvFloatKernel: Kernel {
     let floatMin: Float, floatMax: Float
     /// A residual ADD folded into the epilogue (``ResidualFusion``), nil for a plain convolution.
     var residual: ResidualAdd?
-    /// A first layer ck_conv_c3s2_f32 runs (3 input channels, stride 2 along x; AVX-512): the op's
+    /// A first layer ck_conv_c3s2_f32 runs (3 input channels, stride 2 along x; AVX2 or AVX-512): the op's
     /// own weights and bias, copied; nil otherwise.
     let firstLayer: (filter: [Float], bias: [Float]?)?
     /// The packed weights of a later layer this one brings into L2 as it runs (``WeightPrefetch``;
@@ -186,7 +186,7 @@ struct OptimizedConvFloatKernel: Kernel {
         work = Int(geometry.out_h) * Int(geometry.out_w) * weightCount * batches
         self.floatMin = floatMin
         self.floatMax = floatMax
-        if isa >= Int32(CK_ISA_AVX512), ck_conv_c3s2_supported(&g) != 0 {
+        if isa >= Int32(CK_ISA_AVX2), ck_conv_c3s2_supported(&g) != 0 {
             let filterCopy = Array(UnsafeBufferPointer(start: filterBase.assumingMemoryBound(to: Float.self), count: weightCount))
             let biasCopy = biasBase.map { Array(UnsafeBufferPointer(start: $0, count: outputChannels)) }
             firstLayer = (filterCopy, biasCopy)
