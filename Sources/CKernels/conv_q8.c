@@ -1476,14 +1476,14 @@ typedef struct {
     const ck_q8_output *out;
     int32_t taps;
     const int32_t *in_off, *w_off;
-    /// AVX-512 paths (ck_dwconv_q8_prepare): every tap's input pixel (or the zero-point pad) and
+    /// AVX2 and AVX-512 paths (ck_dwconv_q8_prepare): every tap's input pixel (or the zero-point pad) and
     /// the bytes between the pixels of consecutive outputs (0 for the pad).
     uintptr_t tap_base;
     const uintptr_t *tap_addr;
     const int32_t *tap_steps;
     int32_t cp;
     uint8_t *dst;
-    /// Consecutive output pixels with the same valid taps (1, or 4 for the AVX-512 variants), and
+    /// Consecutive output pixels with the same valid taps (1, or 4 for the AVX2 and AVX-512 variants), and
     /// the input elements between them.
     int32_t pixels, pixel_step;
     /// The first channel the AVX-512 variants compute (a multiple of 64; the 3x3 variant has done
@@ -1522,73 +1522,85 @@ static void q8_dw_portable_u(const q8_dw_args *a) { q8_dw_portable_body(0, a); }
 static void q8_dw_portable_s(const q8_dw_args *a) { q8_dw_portable_body(1, a); }
 
 #if CK_X86
-Q8_TARGET_AVX2 Q8_INLINE __m256i q8_dw_load8_avx2(const int SIGNED, const uint8_t *x, int32_t n) {
+// AVX2, on weights prepared by ck_dwconv_q8_prepare like the AVX-512 variants' (each weight minus
+// its zero point in the low int16 of an int32 lane, the input zero point's share in the bias, taps
+// outside the image reading the pad): 8 channels per vector, vpmaddwd of the zero- (uint8) or sign-
+// (int8) extended raw input against the weights, NV vectors (one 16-channel parameter block) for PX
+// pixels (4 where they share their taps: each weight vector loaded once for the four).
+Q8_TARGET_AVX2 Q8_INLINE __m256i q8_dw_load8_avx2(const int SIGNED, const int PARTIAL, int32_t n, const uint8_t *x) {
     __m128i v;
-    if (n >= 8) {
-        v = _mm_loadl_epi64((const __m128i *)x);
-    } else {
+    if (PARTIAL) {
         uint8_t tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         memcpy(tmp, x, (size_t)n);
         v = _mm_loadl_epi64((const __m128i *)tmp);
+    } else {
+        v = _mm_loadl_epi64((const __m128i *)x);
     }
-    if (SIGNED) v = _mm_xor_si128(v, _mm_set1_epi8((char)0x80));
-    return _mm256_cvtepu8_epi32(v);
+    return SIGNED ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
 }
 
-Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NB, const q8_dw_args *a, int32_t c0) {
+Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NV, const int TAIL, const int PX, const q8_dw_args *a,
+                                               int32_t c0) {
     const int32_t C = a->g->in_c;
-    __m256i acc[4], wsum[4];
+    const int32_t *p = a->params + (size_t)(c0 / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
+    const int32_t last = C - c0 - 8 * (NV - 1);  // channels of the last vector (TAIL: fewer than 8)
+    __m256i acc[4][2];
     Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
-        const int32_t c = c0 + 8 * j;
-        acc[j] = _mm256_loadu_si256((const __m256i *)(a->params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + c % CK_Q8_NR));
-        wsum[j] = _mm256_setzero_si256();
-    }
-    // u * w through vpmaddwd: u zero-extended (high int16 0), w an int32 lane; see Q8_DW512.
-    const __m256i zp = _mm256_set1_epi32(a->input_zero_point + (SIGNED ? 128 : 0));
-    for (int32_t t = 0; t < a->taps; t++) {
-        const uint8_t *x = a->input + a->in_off[t] + c0;
-        const int32_t *w = a->packed + a->w_off[t] + c0;
+    for (int j = 0; j < NV; j++) {
+        const __m256i bias = _mm256_loadu_si256((const __m256i *)(p + 8 * j));
         Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
+        for (int q = 0; q < PX; q++) acc[q][j] = bias;
+    }
+    for (int32_t t = 0; t < a->taps; t++) {
+        const uint8_t *x = (const uint8_t *)(a->tap_base + a->tap_addr[t]) + c0;
+        const size_t step = (size_t)a->tap_steps[t];
+        const int32_t *w = a->packed + (size_t)t * (size_t)a->cp + c0;
+        Q8_UNROLL
+        for (int j = 0; j < NV; j++) {
             const __m256i wv = _mm256_loadu_si256((const __m256i *)(w + 8 * j));
-            wsum[j] = _mm256_add_epi32(wsum[j], wv);
-            const __m256i xv = q8_dw_load8_avx2(SIGNED, x + 8 * j, C - c0 - 8 * j);
-            acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
+            Q8_UNROLL
+            for (int q = 0; q < PX; q++) {
+                const __m256i xv = q8_dw_load8_avx2(SIGNED, TAIL && j == NV - 1, last, x + (size_t)q * step + 8 * j);
+                acc[q][j] = _mm256_add_epi32(acc[q][j], _mm256_madd_epi16(xv, wv));
+            }
         }
     }
+    const __m256i lowbyte = _mm256_set1_epi32(0xFF);
     Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
-        const int32_t c = c0 + 8 * j;
-        const __m256i sum = _mm256_sub_epi32(acc[j], _mm256_mullo_epi32(wsum[j], zp));
-        const __m256i r = q8_requant_avx2(sum, a->params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + c % CK_Q8_NR, a->out);
-        const __m256i lowbytes = _mm256_and_si256(r, _mm256_set1_epi32(0xFF));
-        const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(lowbytes), _mm256_extracti128_si256(lowbytes, 1));
-        const __m128i b = _mm_packus_epi16(s16, s16);
-        const int32_t n = C - c;
-        if (n >= 8) {
-            _mm_storel_epi64((__m128i *)(a->dst + c), b);
-        } else {
-            uint8_t tmp[16];
-            _mm_storeu_si128((__m128i *)tmp, b);
-            memcpy(a->dst + c, tmp, (size_t)n);
+    for (int j = 0; j < NV; j++) {
+        Q8_UNROLL
+        for (int q = 0; q < PX; q++) {
+            const __m256i r = _mm256_and_si256(q8_requant_avx2(acc[q][j], p + 8 * j, a->out), lowbyte);
+            const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+            const __m128i b = _mm_packus_epi16(s16, s16);
+            uint8_t *dst = a->dst + (size_t)q * C + c0 + 8 * j;
+            if (TAIL && j == NV - 1) {
+                uint8_t tmp[16];
+                _mm_storeu_si128((__m128i *)tmp, b);
+                memcpy(dst, tmp, (size_t)last);
+            } else {
+                _mm_storel_epi64((__m128i *)dst, b);
+            }
         }
     }
 }
 
-Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_body(const int SIGNED, const q8_dw_args *a) {
+Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_body(const int SIGNED, const int PX, const q8_dw_args *a) {
     const int32_t C = a->g->in_c;
     int32_t c0 = 0;
-    for (; c0 + 32 <= C; c0 += 32) q8_dw_avx2_group(SIGNED, 4, a, c0);
-    const int32_t rest = (C - c0 + 7) / 8;
-    if (rest == 4) q8_dw_avx2_group(SIGNED, 4, a, c0);
-    else if (rest == 3) q8_dw_avx2_group(SIGNED, 3, a, c0);
-    else if (rest == 2) q8_dw_avx2_group(SIGNED, 2, a, c0);
-    else if (rest == 1) q8_dw_avx2_group(SIGNED, 1, a, c0);
+    for (; c0 + 16 <= C; c0 += 16) q8_dw_avx2_group(SIGNED, 2, 0, PX, a, c0);
+    const int32_t rest = C - c0;
+    if (rest > 8) q8_dw_avx2_group(SIGNED, 2, 1, PX, a, c0);
+    else if (rest == 8) q8_dw_avx2_group(SIGNED, 1, 0, PX, a, c0);
+    else if (rest > 0) q8_dw_avx2_group(SIGNED, 1, 1, PX, a, c0);
 }
 
-Q8_TARGET_AVX2 static void q8_dw_avx2_u(const q8_dw_args *a) { q8_dw_avx2_body(0, a); }
-Q8_TARGET_AVX2 static void q8_dw_avx2_s(const q8_dw_args *a) { q8_dw_avx2_body(1, a); }
+Q8_TARGET_AVX2 static void q8_dw_avx2_u(const q8_dw_args *a) {
+    if (a->pixels == 4) q8_dw_avx2_body(0, 4, a); else q8_dw_avx2_body(0, 1, a);
+}
+Q8_TARGET_AVX2 static void q8_dw_avx2_s(const q8_dw_args *a) {
+    if (a->pixels == 4) q8_dw_avx2_body(1, 4, a); else q8_dw_avx2_body(1, 1, a);
+}
 
 // NB blocks of 16 channels (the last one partial when TAIL) for PX pixels, on weights prepared by
 // ck_dwconv_q8_prepare: each weight (w - filter zero point) in the low int16 of its int32 lane,
@@ -2151,7 +2163,7 @@ typedef void (*q8_dw_fn)(const q8_dw_args *);
 
 void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_signed, int32_t input_zero_point,
                           int32_t *packed, int32_t *params) {
-    if (isa < CK_ISA_AVX512) return;
+    if (isa < CK_ISA_AVX2) return;
     const int32_t taps = g->k_h * g->k_w, C = g->in_c;
     const int32_t cp = (C + CK_Q8_NR - 1) / CK_Q8_NR * CK_Q8_NR;
     int32_t *header = packed + q8_dw_taps_count(g);
@@ -2281,12 +2293,12 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
 #if CK_X86
     if (isa >= CK_ISA_AVX512VNNI) { fn = is_signed ? q8_dw_vnni_s : q8_dw_vnni_u; blocked = 1; }
     else if (isa >= CK_ISA_AVX512) { fn = is_signed ? q8_dw_avx512_s : q8_dw_avx512_u; blocked = 1; }
-    else if (isa >= CK_ISA_AVX2) fn = is_signed ? q8_dw_avx2_s : q8_dw_avx2_u;
+    else if (isa >= CK_ISA_AVX2) { fn = is_signed ? q8_dw_avx2_s : q8_dw_avx2_u; blocked = 1; }
 #else
     (void)isa;
 #endif
     int32_t in_off[Q8_MAX_TAPS], w_off[Q8_MAX_TAPS];
-    // AVX-512 variants: a window inside the image reads base + interior_addr[t] (byte offsets of
+    // AVX2 and AVX-512 variants: a window inside the image reads base + interior_addr[t] (byte offsets of
     // the taps from its top-left pixel); others the addresses of border_addr (tap_base 0).
     uintptr_t interior_addr[Q8_MAX_TAPS], border_addr[Q8_MAX_TAPS];
     int32_t interior_steps[Q8_MAX_TAPS], border_steps[Q8_MAX_TAPS];

@@ -168,12 +168,12 @@ void ck_dwconv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is
                        int32_t filter_zero_point, int32_t *packed);
 
 /// Prepares `packed` (from ck_dwconv_q8_pack) and `params` (from ck_q8_params_pack, for the
-/// rounding of the ck_q8_output the kernel will get) for `isa` (nothing below CK_ISA_AVX512). On
+/// rounding of the ck_q8_output the kernel will get) for `isa` (nothing below CK_ISA_AVX2). On
 /// AVX-512-VNNI, 3x3 filters with horizontal stride 1 or 2 (dilation 1) or dilation 2 (stride 1)
 /// whose weights fit its scheme get the 3x3 variant: weights packed as int8 quads of rows with the
 /// input zero point's share folded into per-block requantization records kept in `packed` (vpdpbusd
 /// over quads of input rows; see conv_q8.c). Otherwise (and for the channels past the last group of
-/// 64 in the 3x3 variant's one-row passes) the AVX-512 variants get each weight's low int16 in its
+/// 64 in the 3x3 variant's one-row passes) the AVX2 and AVX-512 variants get each weight's low int16 in its
 /// int32 lane (high half 0) and -input_zero_point * (the sum of each channel's weights) folded into
 /// the bias of `params`. All of them multiply the raw input; taps outside the image read `pad` (see
 /// ck_dwconv_q8).
@@ -182,7 +182,7 @@ void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_sig
 
 /// Computes output rows [row_begin, row_end) of one image from the raw uint8/int8 input, with
 /// `packed` and `params` prepared by ck_dwconv_q8_prepare for the same `isa`. `pad` holds in_c
-/// bytes of the input zero point (which must fit the input type; read by the AVX-512 variants).
+/// bytes of the input zero point (which must fit the input type; read by the AVX2 and AVX-512 variants).
 void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed,
                   int32_t input_zero_point, const int32_t *packed, const int32_t *params,
                   const ck_q8_output *out, void *output, int32_t row_begin, int32_t row_end, const uint8_t *pad);

@@ -293,7 +293,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
 
 /// Quantized DEPTHWISE_CONV_2D with depth multiplier 1 through CKernels: weights minus their zero
 /// point packed once at load as int32 lanes, the raw uint8/int8 input read in place, output rows
-/// split into pieces. On AVX-512 the input zero point's share is folded into the bias at load
+/// split into pieces. On AVX2 and AVX-512 the input zero point's share is folded into the bias at load
 /// (ck_dwconv_q8_prepare) and taps outside the image read `pad`, so every pixel runs the same taps;
 /// on AVX-512-VNNI, 3×3 filters (stride 1 or 2, dilation 1 or 2) get their own packing at load:
 /// vpdpbusd over quads of input rows, two output rows per pass at stride 1 (see conv_q8.c).
@@ -306,7 +306,7 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let packed: [Int32]
     let params: [Int32]
     let output: ck_q8_output
-    /// in_c bytes of the input zero point: what the AVX-512 variants read outside the image.
+    /// in_c bytes of the input zero point: what the AVX2 and AVX-512 variants read outside the image.
     let pad: [UInt8]
     let pieces: Int
     /// Output rows per unit of the split: 2 where the 3×3 variant computes two rows per pass (a
@@ -316,9 +316,10 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
           filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
         guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c == geometry.in_c else { return nil }
-        // The AVX-512 variants read a pad of the input zero point as input bytes: it must fit the type.
+        // The AVX2 and AVX-512 variants read a pad of the input zero point as input bytes: it must
+        // fit the type (else the portable kernel, which reads valid taps only).
         let zeroPointFits = isSigned ? (-128...127).contains(inputZeroPoint) : (0...255).contains(inputZeroPoint)
-        let kernelISA = zeroPointFits ? isa : min(isa, Int32(CK_ISA_AVX2))
+        let kernelISA = zeroPointFits ? isa : Int32(CK_ISA_PORTABLE)
         let channels = Int(geometry.in_c)
         let weightCount = Int(geometry.k_h) * Int(geometry.k_w) * channels
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
