@@ -1,5 +1,6 @@
 // float32 convolution (implicit GEMM) and depthwise convolution; see ckernels.h.
 #include "ckernels.h"
+#include "c3s2.h"
 
 #include <string.h>
 
@@ -1217,45 +1218,61 @@ static void c3s2_rows(const ck_conv_geometry *g, const float *input, const float
     }
 }
 
-// AVX2: the same scheme over 8 output pixels per vector. Each block is 8 pixels × 8 output channels (8 ymm accumulators: a tap is one load of
-// the input plane, 8 broadcast weights and 8 FMAs), transposed to NHWC in registers. The sums run
-// in the same order as the AVX-512 kernel's.
+// AVX2: the same scheme over 8 output pixels per vector. Each block is 8 pixels × 8 output
+// channels (8 ymm accumulators: a tap is one load of the input plane, 8 broadcast weights and 8
+// FMAs), transposed to NHWC in registers. The sums run in the same order as the AVX-512 kernel's.
+// The same code serves quantized first layers (ck_conv_q8_c3s2): planes of x - input zero point
+// from the input bytes, weights minus their zero point, every product and partial sum an integer
+// below 2^24 in magnitude (at most 105 products of at most 255 × 255), so the float sums are exact
+// and an epilogue in conv_q8.c requantizes them.
+
+/// Channel c of input column xs + 2j + p as a plane value: the float, or x - zero point of a byte.
+static inline float c3s2_value(const c3s2_source *src, int32_t x, int32_t c) {
+    const size_t at = (size_t)x * 3 + (size_t)c;
+    if (src->kind == CK_C3S2_FLOAT) return ((const float *)src->row)[at];
+    const int32_t v = src->kind == CK_C3S2_INT8 ? (int32_t)((const int8_t *)src->row)[at] : (int32_t)((const uint8_t *)src->row)[at];
+    return (float)(v - src->zero_point);
+}
 
 /// Plane columns [j0, j1) of the 6 planes of one input row from input column xs: q[(3p + c) * wp + j]
 /// is channel c of input column xs + 2j + p, zero outside the row.
-static void c3s2_planes_scalar(const float *row, int32_t in_w, int32_t xs, float *q, int32_t wp, int32_t j0, int32_t j1) {
+static void c3s2_planes_scalar(const c3s2_source *src, int32_t in_w, int32_t xs, float *q, int32_t wp, int32_t j0, int32_t j1) {
     for (int32_t p = 0; p < 2; p++) {
-        float *q0 = q + (size_t)(3 * p) * wp, *q1 = q0 + wp, *q2 = q1 + wp;
         for (int32_t j = j0; j < j1; j++) {
             const int32_t x = xs + 2 * j + p;
-            if (x >= 0 && x < in_w) {
-                const float *px = row + (size_t)x * 3;
-                q0[j] = px[0]; q1[j] = px[1]; q2[j] = px[2];
-            } else {
-                q0[j] = 0.0f; q1[j] = 0.0f; q2[j] = 0.0f;
-            }
+            for (int32_t c = 0; c < 3; c++) q[(size_t)(3 * p + c) * wp + j] = x >= 0 && x < in_w ? c3s2_value(src, x, c) : 0.0f;
         }
     }
 }
 
-/// The same for plane columns [0, wp) (a multiple of 8): 8 columns (16 input pixels, 48 floats)
+/// The same for plane columns [0, wp) (a multiple of 8): 8 columns (16 input pixels, 48 values)
 /// at a time where they are all inside the row, as 3 channels of 8 pixels twice (two blends and a
 /// permute each) and then each channel's even and odd pixels (a shuffle and a permute each).
 CK_TARGET_AVX2
-static void c3s2_planes_avx2(const float *row, int32_t in_w, int32_t xs, float *q, int32_t wp) {
+static void c3s2_planes_avx2(const c3s2_source *src, int32_t in_w, int32_t xs, float *q, int32_t wp) {
     const __m256i ir = _mm256_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5), ig = _mm256_setr_epi32(1, 4, 7, 2, 5, 0, 3, 6);
     const __m256i ib = _mm256_setr_epi32(2, 5, 0, 3, 6, 1, 4, 7);
+    const __m256 zp = _mm256_set1_ps((float)src->zero_point);
     for (int32_t j = 0; j < wp; j += 8) {
         const int32_t x = xs + 2 * j;
         if (x < 0 || x + 16 > in_w) {
-            c3s2_planes_scalar(row, in_w, xs, q, wp, j, j + 8);
+            c3s2_planes_scalar(src, in_w, xs, q, wp, j, j + 8);
             continue;
         }
-        const float *src = row + (size_t)x * 3;
+        __m256 v[6];
+        CK_UNROLL for (int k = 0; k < 6; k++) {
+            const size_t at = (size_t)x * 3 + 8 * (size_t)k;
+            if (src->kind == CK_C3S2_FLOAT) {
+                v[k] = _mm256_loadu_ps((const float *)src->row + at);
+            } else {
+                const __m128i b = _mm_loadl_epi64((const __m128i *)((const uint8_t *)src->row + at));
+                const __m256i w = src->kind == CK_C3S2_INT8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+                v[k] = _mm256_sub_ps(_mm256_cvtepi32_ps(w), zp);
+            }
+        }
         __m256 ch[3][2];
         CK_UNROLL for (int h = 0; h < 2; h++) {
-            const __m256 a = _mm256_loadu_ps(src + 24 * h), b = _mm256_loadu_ps(src + 24 * h + 8);
-            const __m256 c = _mm256_loadu_ps(src + 24 * h + 16);
+            const __m256 a = v[3 * h], b = v[3 * h + 1], c = v[3 * h + 2];
             ch[0][h] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x92), c, 0x24), ir);
             ch[1][h] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x24), c, 0x49), ig);
             ch[2][h] = _mm256_permutevar8x32_ps(_mm256_blend_ps(_mm256_blend_ps(a, b, 0x49), c, 0x92), ib);
@@ -1268,10 +1285,11 @@ static void c3s2_planes_avx2(const float *row, int32_t in_w, int32_t xs, float *
     }
 }
 
-/// Output channels [oc0, oc0 + 8) of 8 pixels from plane column j0 (see c3s2_block); n pixels stored.
+/// Output channels [oc0, oc0 + 8) of 8 pixels from plane column j0 (see c3s2_block) into `px`:
+/// pixel i's 8 channels at px[8i] (clamped to [lo, hi] unless `raw`).
 CK_TARGET_AVX2 CK_INLINE
 void c3s2_block_avx2(const ck_conv_geometry *g, const float *const *q, int32_t wp, const float *wk, const float *bias,
-                     float *out, int32_t j0, int32_t n, int32_t oc0, __m256 vlo, __m256 vhi, const int KW) {
+                     float *px, int32_t j0, int32_t oc0, __m256 vlo, __m256 vhi, const int raw, const int KW) {
     __m256 acc[8];
     CK_UNROLL for (int o = 0; o < 8; o++) acc[o] = _mm256_set1_ps(bias ? bias[oc0 + o] : 0.0f);
     for (int32_t ky = 0; ky < g->k_h; ky++) {
@@ -1284,7 +1302,7 @@ void c3s2_block_avx2(const ck_conv_geometry *g, const float *const *q, int32_t w
             CK_UNROLL for (int oc = 0; oc < 8; oc++) acc[oc] = _mm256_fmadd_ps(x, _mm256_broadcast_ss(w + o * 8 + oc), acc[oc]);
         }
     }
-    CK_UNROLL for (int o = 0; o < 8; o++) acc[o] = _mm256_min_ps(_mm256_max_ps(acc[o], vlo), vhi);
+    if (!raw) CK_UNROLL for (int o = 0; o < 8; o++) acc[o] = _mm256_min_ps(_mm256_max_ps(acc[o], vlo), vhi);
     // acc[o] lane i: channel o of pixel i → 8 pixels of 8 channels.
     const __m256 t0 = _mm256_unpacklo_ps(acc[0], acc[1]), t1 = _mm256_unpackhi_ps(acc[0], acc[1]);
     const __m256 t2 = _mm256_unpacklo_ps(acc[2], acc[3]), t3 = _mm256_unpackhi_ps(acc[2], acc[3]);
@@ -1297,22 +1315,18 @@ void c3s2_block_avx2(const ck_conv_geometry *g, const float *const *q, int32_t w
     s[4] = _mm256_shuffle_ps(t4, t6, 0x44); s[5] = _mm256_shuffle_ps(t4, t6, 0xEE);
     s[6] = _mm256_shuffle_ps(t5, t7, 0x44); s[7] = _mm256_shuffle_ps(t5, t7, 0xEE);
     CK_UNROLL for (int i = 0; i < 4; i++) {
-        if (i < n) _mm256_storeu_ps(out + (size_t)i * g->out_c, _mm256_permute2f128_ps(s[i], s[4 + i], 0x20));
-        if (i + 4 < n) _mm256_storeu_ps(out + (size_t)(i + 4) * g->out_c, _mm256_permute2f128_ps(s[i], s[4 + i], 0x31));
+        _mm256_storeu_ps(px + 8 * i, _mm256_permute2f128_ps(s[i], s[4 + i], 0x20));
+        _mm256_storeu_ps(px + 8 * (i + 4), _mm256_permute2f128_ps(s[i], s[4 + i], 0x31));
     }
 }
 
 CK_TARGET_AVX2
-static void c3s2_rows_avx2(const ck_conv_geometry *g, const float *input, const float *filter, const float *bias, float *output,
-                           int32_t row_begin, int32_t row_end, float lo, float hi) {
+void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, const float *wk, const float *bias, float lo, float hi,
+                       float *output, c3s2_epilogue epilogue, const void *context, int32_t row_begin, int32_t row_end) {
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     float ring[C3S2_RING_FLOATS] __attribute__((aligned(64)));
-    const int32_t row_floats = g->in_w * 3;
-    float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
+    const size_t row_values = (size_t)g->in_w * 3, value_bytes = input->kind == CK_C3S2_FLOAT ? 4 : 1;
     const int32_t taps3 = g->k_h * g->k_w * 3;
-    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8)
-        for (int32_t t = 0; t < taps3; t++)
-            for (int32_t oc = 0; oc < 8; oc++) wk[(size_t)oc0 * taps3 + (size_t)t * 8 + oc] = filter[(size_t)(oc0 + oc) * taps3 + t];
     // Strip width in output pixels: a ring row is 6 planes of the strip + 8 columns (taps at kx >= 2
     // read one or two columns past the strip's last block).
     const int32_t strip = ((C3S2_RING_FLOATS / (6 * g->k_h)) & ~7) - 8;
@@ -1327,8 +1341,8 @@ static void c3s2_rows_avx2(const ck_conv_geometry *g, const float *input, const 
                 for (int32_t ky = ck_max(0, g->k_h - g->stride_h); ky < g->k_h && c0 < c1; ky++) {
                     const int32_t iy = (oy + 4) * g->stride_h - g->pad_top + ky * g->dil_h;
                     if (iy < 0 || iy >= g->in_h) continue;
-                    const char *r = (const char *)(input + (size_t)iy * row_floats + (size_t)c0 * 3);
-                    for (int32_t b = 0; b < (c1 - c0) * 12; b += 64) __builtin_prefetch(r + b, 0, 2);
+                    const char *r = (const char *)input->row + ((size_t)iy * row_values + (size_t)c0 * 3) * value_bytes;
+                    for (size_t b = 0; b < (size_t)(c1 - c0) * 3 * value_bytes; b += 64) __builtin_prefetch(r + b, 0, 2);
                 }
             }
             const float *q[7];
@@ -1347,17 +1361,40 @@ static void c3s2_rows_avx2(const ck_conv_geometry *g, const float *input, const 
                 used |= 1u << s;
                 held[s] = iy;
                 float *slot = ring + (size_t)s * 6 * wp;
-                c3s2_planes_avx2(input + (size_t)iy * row_floats, g->in_w, 2 * x0 - g->pad_left, slot, wp);
+                c3s2_source row = *input;
+                row.row = (const char *)input->row + (size_t)iy * row_values * value_bytes;
+                c3s2_planes_avx2(&row, g->in_w, 2 * x0 - g->pad_left, slot, wp);
                 q[ky] = slot;
             }
             for (int32_t b = 0; b < nb; b++) {
                 const int32_t j0 = 8 * b, n = ck_min(8, sw - j0);
-                float *dst = output + ((size_t)oy * g->out_w + x0 + j0) * g->out_c;
+                const size_t pixel = (size_t)oy * g->out_w + x0 + j0;
                 for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8) {
                     const float *w = wk + (size_t)oc0 * taps3;
-                    if (g->k_w == 3) c3s2_block_avx2(g, q, wp, w, bias, dst + oc0, j0, n, oc0, vlo, vhi, 3);
-                    else c3s2_block_avx2(g, q, wp, w, bias, dst + oc0, j0, n, oc0, vlo, vhi, 5);
+                    float px[64] __attribute__((aligned(32)));
+                    if (g->k_w == 3) c3s2_block_avx2(g, q, wp, w, bias, px, j0, oc0, vlo, vhi, epilogue != NULL, 3);
+                    else c3s2_block_avx2(g, q, wp, w, bias, px, j0, oc0, vlo, vhi, epilogue != NULL, 5);
+                    if (epilogue) {
+                        epilogue(context, px, n, pixel, oc0);
+                    } else {
+                        for (int32_t i = 0; i < n; i++)
+                            _mm256_storeu_ps(output + (pixel + (size_t)i) * g->out_c + oc0, _mm256_load_ps(px + 8 * i));
+                    }
                 }
+            }
+        }
+    }
+}
+
+void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, float *wk) {
+    const int32_t taps3 = g->k_h * g->k_w * 3;
+    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8) {
+        for (int32_t t = 0; t < taps3; t++) {
+            for (int32_t oc = 0; oc < 8; oc++) {
+                c3s2_source f = *filter;
+                f.row = (const char *)filter->row + (size_t)(oc0 + oc) * taps3 * (filter->kind == CK_C3S2_FLOAT ? 4 : 1);
+                // Filter row (oc0 + oc) read as "input column" t / 3, channel t % 3.
+                wk[(size_t)oc0 * taps3 + (size_t)t * 8 + oc] = c3s2_value(&f, t / 3, t % 3);
             }
         }
     }
@@ -1372,7 +1409,10 @@ int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *in
         return 1;
     }
     if (isa >= CK_ISA_AVX2 && ck_conv_c3s2_supported(g)) {
-        c3s2_rows_avx2(g, input, filter, bias, output, row_begin, row_end, out_min, out_max);
+        float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
+        const c3s2_source weights = {filter, CK_C3S2_FLOAT, 0}, image = {input, CK_C3S2_FLOAT, 0};
+        ck_c3s2_pack_weights(g, &weights, wk);
+        ck_c3s2_rows_avx2(g, &image, wk, bias, out_min, out_max, output, NULL, NULL, row_begin, row_end);
         return 1;
     }
 #else

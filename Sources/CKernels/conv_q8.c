@@ -1,6 +1,7 @@
 // Quantized convolution (implicit GEMM over int16 operands) and depthwise convolution, with the
 // requantization epilogue they share; see ckernels_q8.h.
 #include "ckernels_q8.h"
+#include "c3s2.h"
 
 #include <string.h>
 
@@ -610,6 +611,70 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
         }
         p += mr;
     }
+}
+
+// ---- first layers on AVX2: 3 input channels, stride 2 along x (see c3s2.h and conv_f32.c) ----
+//
+// The float kernel's planes and FMAs over x - input zero point and w - filter zero point: at most
+// 7 × 5 × 3 = 105 products of magnitude at most 255 × 255 per output, so every partial sum is an
+// integer below 2^24 and exact in float whatever the order; the epilogue converts it to int32,
+// adds the bias (wrapping, like the reference) and requantizes. Against the int16 GEMM this skips
+// the converted copy of the input, the padding channel and the half-empty 16-channel tiles of 8
+// output channels.
+
+int32_t ck_conv_q8_c3s2_supported(int32_t isa, const ck_conv_geometry *g) {
+#if CK_X86
+    return isa >= CK_ISA_AVX2 && isa < CK_ISA_AVX512VNNI && ck_conv_c3s2_supported(g) && g->k_h * g->k_w * 3 <= 105;
+#else
+    (void)isa; (void)g;
+    return 0;
+#endif
+}
+
+size_t ck_conv_q8_c3s2_packed_count(const ck_conv_geometry *g) { return (size_t)g->out_c * (size_t)g->k_h * (size_t)g->k_w * 3; }
+
+void ck_conv_q8_c3s2_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point, float *packed) {
+#if CK_X86
+    const c3s2_source f = {filter, is_signed ? CK_C3S2_INT8 : CK_C3S2_UINT8, filter_zero_point};
+    ck_c3s2_pack_weights(g, &f, packed);
+#else
+    (void)g; (void)filter; (void)is_signed; (void)filter_zero_point; (void)packed;
+#endif
+}
+
+#if CK_X86
+typedef struct {
+    const int32_t *params;
+    const ck_q8_output *out;
+    uint8_t *output;
+    int32_t out_c;
+} q8_c3s2_context;
+
+Q8_TARGET_AVX2 static void q8_c3s2_epilogue(const void *context, const float *px, int32_t n, size_t pixel, int32_t oc0) {
+    const q8_c3s2_context *c = (const q8_c3s2_context *)context;
+    const int32_t *p = c->params + (size_t)(oc0 / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc0 % CK_Q8_NR;
+    const __m256i bias = _mm256_loadu_si256((const __m256i *)p), lowbyte = _mm256_set1_epi32(0xFF);
+    for (int32_t i = 0; i < n; i++) {
+        const __m256i sum = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_loadu_ps(px + 8 * i)), bias);
+        const __m256i r = _mm256_and_si256(q8_requant_avx2(sum, p, c->out), lowbyte);
+        const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+        _mm_storel_epi64((__m128i *)(c->output + (pixel + (size_t)i) * (size_t)c->out_c + oc0), _mm_packus_epi16(s16, s16));
+    }
+}
+#endif
+
+void ck_conv_q8_c3s2(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed, int32_t input_zero_point,
+                     const float *packed, const int32_t *params, const ck_q8_output *out, void *output, int32_t row_begin,
+                     int32_t row_end) {
+#if CK_X86
+    if (!ck_conv_q8_c3s2_supported(isa, g)) return;
+    const c3s2_source image = {input, is_signed ? CK_C3S2_INT8 : CK_C3S2_UINT8, input_zero_point};
+    const q8_c3s2_context context = {params, out, (uint8_t *)output, g->out_c};
+    ck_c3s2_rows_avx2(g, &image, packed, NULL, 0.0f, 0.0f, NULL, q8_c3s2_epilogue, &context, row_begin, row_end);
+#else
+    (void)isa; (void)g; (void)input; (void)is_signed; (void)input_zero_point; (void)packed; (void)params; (void)out; (void)output;
+    (void)row_begin; (void)row_end;
+#endif
 }
 
 // ---- byte path (vpdpbusd) ----

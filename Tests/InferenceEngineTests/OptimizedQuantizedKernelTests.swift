@@ -257,6 +257,40 @@ final class OptimizedQuantizedKernelTests: XCTestCase {
         }
     }
 
+    /// First layers (3 input channels, stride 2 along x, 3- or 5-wide filters, output channels a
+    /// multiple of 8 up to 64): below AVX-512-VNNI they run ck_conv_q8_c3s2 (exact float sums).
+    /// Blocks of 8 pixels with tails, both image edges, filters up to 7 rows, a row wider than the
+    /// planes' ring holds (two strips), weights and inputs at the extremes of their zero points
+    /// (products of 255 × 255), large biases.
+    func testFirstLayersMatchReference() throws {
+        var rng = SeededGenerator(seed: 0xC352)
+        let shapes: [(h: Int, w: Int, kh: Int, kw: Int, sh: Int, out: Int, padding: Padding)] = [
+            (9, 37, 3, 3, 2, 8, .same), (8, 40, 3, 3, 2, 32, .valid), (11, 33, 5, 5, 2, 24, .same),
+            (7, 29, 7, 5, 1, 16, .same), (5, 19, 3, 3, 1, 64, .valid), (3, 701, 3, 3, 2, 16, .same),
+            (6, 17, 1, 3, 2, 40, .same), (12, 45, 5, 5, 2, 8, .valid),
+        ]
+        for (index, shape) in shapes.enumerated() {
+            for type in [ElementType.uint8, .int8] {
+                var q = Quantized(type: type, rng: rng)
+                let inputScale = Float.random(in: 0.01...0.05, using: &q.rng)
+                // The extreme zero points (every x - zp up to ±255) for half the shapes.
+                let inputZeroPoint: Int64 = index % 2 == 0 ? (type == .int8 ? -128 : 255) : q.zeroPoint()
+                let input = q.tensor(shape: [2, shape.h, shape.w, 3], scale: inputScale, zeroPoint: inputZeroPoint)
+                var filter = q.weights(shape: [shape.out, shape.kh, shape.kw, 3], channels: shape.out, dimension: 0)
+                if type == .uint8, index % 2 == 0 {
+                    filter.quantization = QuantizationParameters(scale: 0.01, zeroPoint: 0)
+                    filter.bytes = filter.bytes.map { $0 | 0x80 }  // weights 128...255 with zero point 0
+                }
+                let bias = q.bias(shape.out, magnitude: index % 3 == 2 ? 400_000_000 : 20000)
+                let output = q.outputSpec(accumulatorScale: inputScale * 0.01 * Float(shape.kh * shape.kw * 3).squareRoot())
+                let activation: FusedActivation = index % 2 == 1 ? q.activation() : .none
+                let options = ConvolutionKernelTests.conv(shape.padding, stride: (shape.sh, 2), activation: activation)
+                try assertMatchesReference(.conv2D, options, [input, filter, bias], output, "first layer #\(index) \(type) \(shape)")
+                rng = q.rng
+            }
+        }
+    }
+
     /// 1×1 CONV_2D at stride 1 with few input channels (int8: each tile's activations flipped once)
     /// and the short requantization's inlined and out-of-line variants (no activation, RELU, RELU6,
     /// an output zero point at either end), partial last blocks.

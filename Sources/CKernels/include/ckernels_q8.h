@@ -83,6 +83,23 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
                 const int32_t *params, const ck_q8_output *out, void *output, int32_t pixel_begin,
                 int32_t pixel_end, int32_t block_begin, int32_t block_end, const int16_t *zeros);
 
+/// First layers on AVX2 below AVX-512-VNNI (where the byte path's row variant runs): 3 input
+/// channels, the shapes of ck_conv_c3s2_supported. Exact through float sums (see conv_q8.c).
+int32_t ck_conv_q8_c3s2_supported(int32_t isa, const ck_conv_geometry *g);
+
+/// Floats of ck_conv_q8_c3s2_pack's weights.
+size_t ck_conv_q8_c3s2_packed_count(const ck_conv_geometry *g);
+
+/// Packs filter [out_c][k_h][k_w][3] of uint8 (`is_signed` = 0) or int8 values minus
+/// `filter_zero_point` as floats (ck_conv_q8_c3s2_packed_count).
+void ck_conv_q8_c3s2_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point, float *packed);
+
+/// Output rows [row_begin, row_end) of one image from the raw uint8/int8 input; `params` from
+/// ck_q8_params_pack. Does nothing where ck_conv_q8_c3s2_supported is 0.
+void ck_conv_q8_c3s2(int32_t isa, const ck_conv_geometry *g, const void *input, int32_t is_signed, int32_t input_zero_point,
+                     const float *packed, const int32_t *params, const ck_q8_output *out, void *output, int32_t row_begin,
+                     int32_t row_end);
+
 // ---------------------------------------------------------------------------------------------
 // The same convolution on AVX-512-VNNI with vpdpbusd (u8 x s8, 4 products per int32 lane, twice
 // the int16 path's work per instruction), exact through constant corrections (see conv_q8.c):

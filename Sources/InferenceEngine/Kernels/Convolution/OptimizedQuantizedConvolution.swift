@@ -75,7 +75,9 @@ struct QuantizedOutputParameters: Sendable {
 /// elsewhere int16 operands (input − zero point, weight − zero point) with vpmaddwd or plain C.
 /// Few input channels (not a multiple of 4, k_w × in_c ≤ 32, dilation 1 along x: first layers) take
 /// the byte path's row variant (ck_conv_q8r_fits): each filter row's k_w × in_c contiguous bytes are
-/// one reduction, read from a padded copy of the input.
+/// one reduction, read from a padded copy of the input. Below AVX-512-VNNI, first layers with 3 input
+/// channels and stride 2 along x take ck_conv_q8_c3s2: the float first-layer kernel's planes and
+/// FMAs, exact because every sum is an integer below 2^24, on the raw input (no converted copy).
 struct OptimizedQuantizedConvKernel: Kernel {
     let isa: Int32
     let geometry: ck_conv_geometry
@@ -88,6 +90,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
     let rowPath: Bool
     let packed16: PackedBuffer<Int16>
     let packed8: PackedBuffer<Int8>
+    /// ck_conv_q8_c3s2's weights, nil when the layer takes another path.
+    let firstLayer: PackedBuffer<Float>?
     let params: [Int32]
     let output: ck_q8_output
     /// What taps outside the image read: int16 zeros, or (byte path) the input zero point.
@@ -131,12 +135,22 @@ struct OptimizedQuantizedConvKernel: Kernel {
             return packed ? buffer : nil
         }
         let none16 = PackedBuffer<Int16>(count: 0) { _ in }, none8 = PackedBuffer<Int8>(count: 0) { _ in }
-        if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
+        if !bytePath, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
+            let count = ck_conv_q8_c3s2_packed_count(&g)
+            firstLayer = PackedBuffer(count: count) { ck_conv_q8_c3s2_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
+            packed16 = none16
+            packed8 = none8
+            rowPath = false
+            split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks, bytesPerBlock: count * 4 / max(blocks, 1))
+            convertedBytes = 0
+            sumsBytes = 0
+        } else if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
             let count = ck_conv_q8r_packed_count(&g)
             guard let bytes = packBytes(count, { ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
             else { return nil }
             packed8 = bytes
             packed16 = none16
+            firstLayer = nil
             rowPath = true
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
@@ -144,6 +158,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
             sumsBytes = 0
         } else if bytePath {
             rowPath = false
+            firstLayer = nil
             let count = ck_conv_q8b_packed_count(&g)
             guard let bytes = packBytes(count, { ck_conv_q8b_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
             else { return nil }
@@ -158,6 +173,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
             let count = ck_conv_q8_packed_count(&g)
             packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
             packed8 = none8
+            firstLayer = nil
             rowPath = false
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1) * 2, tileRows: 8)
@@ -193,6 +209,22 @@ struct OptimizedQuantizedConvKernel: Kernel {
         let scratch = io.scratch
         if rowPath {
             runRows(io, input: input, outputBase: outputBase, inputStride: inputStride, outputStride: outputStride)
+            return
+        }
+        if let firstLayer {
+            let rows = Int(geometry.out_h)
+            let pieces = min(rows, io.parallel.isShort(work: runWork) ? io.parallel.threadCount : 16)
+            params.withUnsafeBufferPointer { params in
+                firstLayer.withUnsafeBufferPointer { weights in
+                    guard let p = params.baseAddress, let w = weights.baseAddress else { return }
+                    io.forEachImageRows(batches: batches, rowCount: rows, pieces: pieces) { n, range in
+                        var g = geometry
+                        var out = output
+                        ck_conv_q8_c3s2(isa, &g, input + n * inputStride, isSigned ? 1 : 0, inputZeroPoint, w, p, &out,
+                                        outputBase + n * outputStride, Int32(range.lowerBound), Int32(range.upperBound))
+                    }
+                }
+            }
             return
         }
         if imageScratch > 0 {
@@ -256,9 +288,12 @@ struct OptimizedQuantizedConvKernel: Kernel {
 
     /// The split of this run: one piece per thread for a short convolution (``ParallelRunner/isShort(work:)``).
     private func runSplit(_ io: KernelIO) -> GemmSplit {
-        let work = Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c) * Int(geometry.k_h) * Int(geometry.k_w)
-            * Int(geometry.in_c) * batches
-        return io.parallel.isShort(work: work) ? split.cut(forThreads: io.parallel.threadCount) : split
+        io.parallel.isShort(work: runWork) ? split.cut(forThreads: io.parallel.threadCount) : split
+    }
+
+    /// Multiply-accumulates of one run (all images).
+    private var runWork: Int {
+        Int(geometry.out_h) * Int(geometry.out_w) * Int(geometry.out_c) * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c) * batches
     }
 
     /// The row variant: each image's padded copy (pieces of whole rows), then the convolution.
