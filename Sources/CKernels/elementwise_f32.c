@@ -266,10 +266,59 @@ static void qadd_avx512(const ck_qadd_params *p, const uint8_t *a, const uint8_t
 }
 #endif
 
+#if CK_X86
+/// qadd_high_mul_avx512 on 8 lanes: the truncated 64-bit quotients' low 32 bits are bits 31-62 of
+/// the (nudged, bias-adjusted) products, which a logical shift gives as well as an arithmetic one.
+CK_TARGET_AVX2
+static inline __m256i qadd_high_mul_avx2(__m256i x, __m256i m) {
+    const __m256i pos = _mm256_set1_epi64x((int64_t)1 << 30), neg = _mm256_set1_epi64x(1 - ((int64_t)1 << 30));
+    const __m256i bias = _mm256_set1_epi64x(((int64_t)1 << 31) - 1), zero = _mm256_setzero_si256();
+    __m256i even = _mm256_mul_epi32(x, m);
+    __m256i odd = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), m);
+    const __m256i even_neg = _mm256_cmpgt_epi64(zero, even), odd_neg = _mm256_cmpgt_epi64(zero, odd);
+    even = _mm256_add_epi64(even, _mm256_blendv_epi8(pos, neg, even_neg));
+    odd = _mm256_add_epi64(odd, _mm256_blendv_epi8(pos, neg, odd_neg));
+    even = _mm256_srli_epi64(_mm256_add_epi64(even, _mm256_and_si256(_mm256_cmpgt_epi64(zero, even), bias)), 31);
+    odd = _mm256_srli_epi64(_mm256_add_epi64(odd, _mm256_and_si256(_mm256_cmpgt_epi64(zero, odd), bias)), 31);
+    return _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/// qadd_avx512's steps on 8 lanes (the table lookups as gathers).
+CK_TARGET_AVX2
+static void qadd_avx2(const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out, size_t begin, size_t end) {
+    const __m256i m = _mm256_set1_epi32(p->multiplier);
+    const int32_t e = -p->shift;
+    const __m256i mask = _mm256_set1_epi32(e >= 31 ? 0 : (int32_t)(((int64_t)1 << e) - 1));
+    const __m256i half = _mm256_srai_epi32(mask, 1), zero = _mm256_setzero_si256();
+    const __m128i count = _mm_cvtsi32_si128(e);
+    const __m256i lo = _mm256_set1_epi32(p->act_min - p->output_zero_point), hi = _mm256_set1_epi32(p->act_max - p->output_zero_point);
+    const __m256i zp = _mm256_set1_epi32(p->output_zero_point), lowbyte = _mm256_set1_epi32(0xFF);
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        const __m256i ia = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(a + i)));
+        const __m256i ib = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + i)));
+        const __m256i raw = _mm256_add_epi32(_mm256_i32gather_epi32(p->table1, ia, 4), _mm256_i32gather_epi32(p->table2, ib, 4));
+        __m256i v = qadd_high_mul_avx2(raw, m);
+        if (e >= 31) {
+            v = zero;
+        } else if (e > 0) {
+            const __m256i remainder = _mm256_and_si256(v, mask);
+            const __m256i threshold = _mm256_sub_epi32(half, _mm256_cmpgt_epi32(zero, v));  // + 1 where v < 0
+            v = _mm256_sub_epi32(_mm256_sra_epi32(v, count), _mm256_cmpgt_epi32(remainder, threshold));
+        }
+        v = _mm256_and_si256(_mm256_add_epi32(_mm256_min_epi32(_mm256_max_epi32(v, lo), hi), zp), lowbyte);
+        const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(s16, s16));
+    }
+    qadd_portable(p, a, b, out, i, end);
+}
+#endif
+
 void ck_qadd_8(int32_t isa, const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out,
                size_t begin, size_t end) {
 #if CK_X86
     if (isa >= CK_ISA_AVX512) { qadd_avx512(p, a, b, out, begin, end); return; }
+    if (isa >= CK_ISA_AVX2) { qadd_avx2(p, a, b, out, begin, end); return; }
 #else
     (void)isa;
 #endif
