@@ -812,12 +812,41 @@ static void residual_avx512(const ck_residual_f32 *r, float *output, int32_t out
 }
 #endif
 
+#if CK_X86
+/// residual_portable's sums and clamps 8 channels at a time: the channels before and after the
+/// residual's add +0.0 (the PAD's zeros), as there.
+CK_TARGET_AVX2
+static void residual_avx2(const ck_residual_f32 *r, float *output, int32_t out_c, int32_t p0, int32_t p1, int32_t c0, int32_t c1) {
+    const __m256 vlo = _mm256_set1_ps(r->lo), vhi = _mm256_set1_ps(r->hi), zero = _mm256_setzero_ps();
+    const int32_t lo_c = r->before, hi_c = r->before + r->channels;
+    // The channel ranges [c0, c1) splits into: before the residual, with it, after it.
+    const int32_t bounds[4] = {c0, ck_max(c0, ck_min(c1, lo_c)), ck_max(c0, ck_min(c1, hi_c)), c1};
+    for (int32_t p = p0; p < p1; p++) {
+        float *o = output + (size_t)p * out_c;
+        const float *row = r->data + (size_t)p * r->pixel_stride;
+        for (int s = 0; s < 3; s++) {
+            const int with = s == 1;
+            int32_t j = bounds[s];
+            for (; j + 8 <= bounds[s + 1]; j += 8) {
+                const __m256 x = with ? _mm256_loadu_ps(row + (j - lo_c)) : zero;
+                _mm256_storeu_ps(o + j, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_add_ps(x, _mm256_loadu_ps(o + j)))));
+            }
+            for (; j < bounds[s + 1]; j++) o[j] = clamp_tflite_f32((with ? row[j - lo_c] : 0.0f) + o[j], r->lo, r->hi);
+        }
+    }
+}
+#endif
+
 void ck_residual_add_f32(int32_t isa, const ck_residual_f32 *residual, float *output, int32_t out_c,
                          int32_t pixel_begin, int32_t pixel_end, int32_t c_begin, int32_t c_end) {
     if (!residual || c_begin >= c_end) return;
 #if CK_X86
     if (isa >= CK_ISA_AVX512) {
         residual_avx512(residual, output, out_c, pixel_begin, pixel_end, c_begin, c_end);
+        return;
+    }
+    if (isa >= CK_ISA_AVX2) {
+        residual_avx2(residual, output, out_c, pixel_begin, pixel_end, c_begin, c_end);
         return;
     }
 #else

@@ -182,6 +182,33 @@ static void maxpool_avx512(const ck_conv_geometry *g, const float *input, float 
 }
 #endif
 
+#if CK_X86
+CK_TARGET_AVX2
+static void maxpool_avx2(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                         int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    int32_t c = 0;
+    for (; c + 8 <= C; c += 8) {
+        __m256 m = _mm256_set1_ps(-FLT_MAX);
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++)
+                m = _mm256_max_ps(_mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c), m); // a NaN input is skipped
+        _mm256_storeu_ps(out + c, _mm256_min_ps(_mm256_max_ps(m, vlo), vhi));
+    }
+    for (; c < C; c++) {  // the last channels as maxpool_portable
+        float m = -FLT_MAX;
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) {
+                const float v = input[((size_t)y * g->in_w + x) * C + c];
+                m = v > m ? v : m;
+            }
+        m = m < lo ? lo : m;
+        out[c] = m > hi ? hi : m;
+    }
+}
+#endif
+
 typedef void (*pool_fn)(const ck_conv_geometry *, const float *, float *, int32_t, int32_t, int32_t, int32_t, float, float);
 
 /// Runs `fn` on the window (clipped to the image) of every output pixel of rows [row_begin, row_end).
@@ -203,6 +230,7 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
     pool_fn fn = maxpool_portable;
 #if CK_X86
     if (isa >= CK_ISA_AVX512) fn = maxpool_avx512;
+    else if (isa >= CK_ISA_AVX2) fn = maxpool_avx2;
 #else
     (void)isa;
 #endif
