@@ -382,12 +382,47 @@ static void binary_avx512(int32_t op, const float *a, const float *b, float *out
 }
 #endif
 
+#if CK_X86
+CK_TARGET_AVX2
+static inline __m256 binary_avx2_op(int32_t op, __m256 x, __m256 y) {
+    switch (op) {
+    case CK_BINARY_ADD: return _mm256_add_ps(x, y);
+    case CK_BINARY_SUB: return _mm256_sub_ps(x, y);
+    case CK_BINARY_MUL: return _mm256_mul_ps(x, y);
+    default: return _mm256_div_ps(x, y);
+    }
+}
+
+/// binary_avx512 on 8 lanes, the last inner elements as binary_portable.
+CK_TARGET_AVX2
+static void binary_avx2(int32_t op, const float *a, const float *b, float *out, size_t o0, size_t o1, size_t inner,
+                        size_t ao, size_t ai, size_t bo, size_t bi, float lo, float hi) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    for (size_t o = o0; o < o1; o++) {
+        const float *pa = a + o * ao, *pb = b + o * bo;
+        float *po = out + o * inner;
+        const __m256 sa = _mm256_set1_ps(pa[0]), sb = _mm256_set1_ps(pb[0]);
+        size_t i = 0;
+        for (; i + 8 <= inner; i += 8) {
+            const __m256 x = ai ? _mm256_loadu_ps(pa + i) : sa;
+            const __m256 y = bi ? _mm256_loadu_ps(pb + i) : sb;
+            _mm256_storeu_ps(po + i, _mm256_min_ps(vhi, _mm256_max_ps(vlo, binary_avx2_op(op, x, y))));
+        }
+        for (; i < inner; i++) po[i] = clamp_tflite(binary_scalar(op, pa[i * ai], pb[i * bi]), lo, hi);
+    }
+}
+#endif
+
 void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, float *out,
                    size_t outer_begin, size_t outer_end, size_t inner,
                    size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi) {
 #if CK_X86
     if (isa >= CK_ISA_AVX512) {
         binary_avx512(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
+        return;
+    }
+    if (isa >= CK_ISA_AVX2) {
+        binary_avx2(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
         return;
     }
 #else

@@ -290,11 +290,48 @@ static void avgpool_avx512(const ck_conv_geometry *g, const float *input, float 
 }
 #endif
 
+#if CK_X86
+/// avgpool_avx512 on 8 lanes: 32 channels at a time, then 8, the last ones as avgpool_portable.
+CK_TARGET_AVX2
+static void avgpool_avx2(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                         int32_t x0, int32_t x1, float lo, float hi) {
+    const int32_t C = g->in_c;
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const float count = (float)((y1 - y0) * (x1 - x0));
+    const __m256 vcount = _mm256_set1_ps(count);
+    int32_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+        __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) {
+                const float *p = input + ((size_t)y * g->in_w + x) * C + c;
+                for (int k = 0; k < 4; k++) s[k] = _mm256_add_ps(s[k], _mm256_loadu_ps(p + 8 * k));
+            }
+        for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + c + 8 * k, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_div_ps(s[k], vcount))));
+    }
+    for (; c + 8 <= C; c += 8) {
+        __m256 sum = _mm256_setzero_ps();
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) sum = _mm256_add_ps(sum, _mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c));
+        _mm256_storeu_ps(out + c, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_div_ps(sum, vcount))));
+    }
+    for (; c < C; c++) {
+        float sum = 0.0f;
+        for (int32_t y = y0; y < y1; y++)
+            for (int32_t x = x0; x < x1; x++) sum += input[((size_t)y * g->in_w + x) * C + c];
+        sum = sum / count;
+        sum = sum < lo ? lo : sum;
+        out[c] = sum > hi ? hi : sum;
+    }
+}
+#endif
+
 void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, float *output,
                     int32_t row_begin, int32_t row_end, float out_min, float out_max) {
     pool_fn fn = avgpool_portable;
 #if CK_X86
     if (isa >= CK_ISA_AVX512) fn = avgpool_avx512;
+    else if (isa >= CK_ISA_AVX2) fn = avgpool_avx2;
 #else
     (void)isa;
 #endif
@@ -337,11 +374,41 @@ static void sum_pixels_avx512(const float *input, int32_t C, int32_t p0, int32_t
 }
 #endif
 
+#if CK_X86
+/// sum_pixels_avx512 on 8 lanes: 32 channels at a time, then 8, then one; the pixels in order.
+CK_TARGET_AVX2
+static void sum_pixels_avx2(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum) {
+    int32_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+        __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        const float *x = input + (size_t)p0 * C + c;
+        for (int32_t p = p0; p < p1; p++, x += C)
+            for (int k = 0; k < 4; k++) s[k] = _mm256_add_ps(s[k], _mm256_loadu_ps(x + 8 * k));
+        for (int k = 0; k < 4; k++) _mm256_storeu_ps(sum + c + 8 * k, s[k]);
+    }
+    for (; c + 8 <= C; c += 8) {
+        __m256 s = _mm256_setzero_ps();
+        const float *x = input + (size_t)p0 * C + c;
+        for (int32_t p = p0; p < p1; p++, x += C) s = _mm256_add_ps(s, _mm256_loadu_ps(x));
+        _mm256_storeu_ps(sum + c, s);
+    }
+    for (; c < C; c++) {
+        float s = 0.0f;
+        for (int32_t p = p0; p < p1; p++) s += input[(size_t)p * C + c];
+        sum[c] = s;
+    }
+}
+#endif
+
 void ck_sum_pixels_f32(int32_t isa, const float *input, int32_t channels, int32_t pixel_begin, int32_t pixel_end,
                        float *sum) {
 #if CK_X86
     if (isa >= CK_ISA_AVX512) {
         sum_pixels_avx512(input, channels, pixel_begin, pixel_end, sum);
+        return;
+    }
+    if (isa >= CK_ISA_AVX2) {
+        sum_pixels_avx2(input, channels, pixel_begin, pixel_end, sum);
         return;
     }
 #else
@@ -389,6 +456,32 @@ static void tconv_tile_dots_avx512(const float *x, const float *wt, int32_t C, i
                                           _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
         const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
         _mm_storeu_ps(sums + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    }
+}
+#endif
+
+#if CK_X86
+/// tconv_tile_dots_avx512 on 8 lanes; the channels past the last multiple of 8 summed on their own
+/// and added last.
+CK_TARGET_AVX2
+static void tconv_tile_dots_avx2(const float *x, const float *wt, int32_t C, int32_t J, float *sums) {
+    const int32_t C8 = C & ~7;
+    for (int32_t j = 0; j < J; j += 4) {
+        __m256 acc[4];
+        float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int32_t q = 0; q < 4; q++) {
+            acc[q] = _mm256_setzero_ps();
+            if (j + q >= J) continue;
+            const float *w = wt + (size_t)(j + q) * C;
+            for (int32_t c = 0; c < C8; c += 8) acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(x + c), _mm256_loadu_ps(w + c), acc[q]);
+            for (int32_t c = C8; c < C; c++) tail[q] += x[c] * w[c];
+        }
+        const __m256 ab = _mm256_add_ps(_mm256_unpacklo_ps(acc[0], acc[1]), _mm256_unpackhi_ps(acc[0], acc[1]));
+        const __m256 cd = _mm256_add_ps(_mm256_unpacklo_ps(acc[2], acc[3]), _mm256_unpackhi_ps(acc[2], acc[3]));
+        const __m256 abcd = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(ab), _mm256_castps_pd(cd))),
+                                          _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(ab), _mm256_castps_pd(cd))));
+        const __m128 h = _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+        _mm_storeu_ps(sums + j, _mm_add_ps(h, _mm_loadu_ps(tail)));
     }
 }
 #endif
@@ -500,6 +593,7 @@ void ck_tconv_tile_f32(int32_t isa, const ck_conv_geometry *g, const float *inpu
     void (*dots)(const float *, const float *, int32_t, int32_t, float *) = tconv_tile_dots_portable;
 #if CK_X86
     if (isa >= CK_ISA_AVX512) dots = tconv_tile_dots_avx512;
+    else if (isa >= CK_ISA_AVX2) dots = tconv_tile_dots_avx2;
 #else
     (void)isa;
 #endif
