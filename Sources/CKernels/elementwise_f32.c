@@ -598,6 +598,47 @@ static void resize_row_u8_avx512(const uint8_t *r0, const uint8_t *r1, int32_t C
 }
 #endif
 
+#if CK_X86
+/// resize_row_u8_avx512 on 8 lanes (the same separate products and sums as the portable row); the
+/// channels past the last multiple of 8 as there.
+CK_TARGET_AVX2
+static void resize_row_u8_avx2(const uint8_t *r0, const uint8_t *r1, int32_t C, uint8_t *out, int32_t out_w, float dy,
+                               const int32_t *x0, const int32_t *x1, const float *xs) {
+    const __m256 half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    const __m256i lowbyte = _mm256_set1_epi32(0xFF);
+    for (int32_t x = 0; x < out_w; x++) {
+        const float dx = xs[x] - (float)x0[x];
+        const float f00 = (1 - dy) * (1 - dx), f01 = (1 - dy) * dx, f10 = dy * (1 - dx), f11 = dy * dx;
+        const __m256 w00 = _mm256_set1_ps(f00), w01 = _mm256_set1_ps(f01), w10 = _mm256_set1_ps(f10), w11 = _mm256_set1_ps(f11);
+        const uint8_t *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
+        const uint8_t *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
+        uint8_t *o = out + (size_t)x * C;
+        int32_t c = 0;
+        for (; c + 8 <= C; c += 8) {
+#define CK_U8F(p) _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)((p) + c))))
+            __m256 v = _mm256_mul_ps(CK_U8F(p00), w00);
+            v = _mm256_add_ps(v, _mm256_mul_ps(CK_U8F(p01), w01));
+            v = _mm256_add_ps(v, _mm256_mul_ps(CK_U8F(p10), w10));
+            v = _mm256_add_ps(v, _mm256_mul_ps(CK_U8F(p11), w11));
+#undef CK_U8F
+            v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, half), zero), top);
+            const __m256i q = _mm256_and_si256(_mm256_cvttps_epi32(v), lowbyte);
+            const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i *)(o + c), _mm_packus_epi16(s16, s16));
+        }
+        for (; c < C; c++) {
+            float v = (float)p00[c] * f00;
+            v = v + (float)p01[c] * f01;
+            v = v + (float)p10[c] * f10;
+            v = v + (float)p11[c] * f11;
+            v = v + 0.5f;
+            v = v < 0 ? 0 : (v > 255 ? 255 : v);
+            o[c] = (uint8_t)v;
+        }
+    }
+}
+#endif
+
 void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int32_t channels, uint8_t *output, int32_t out_w,
                            const int32_t *y0, const int32_t *y1, const float *ys,
                            const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end) {
@@ -608,6 +649,10 @@ void ck_resize_bilinear_u8(int32_t isa, const uint8_t *input, int32_t in_w, int3
 #if CK_X86
         if (isa >= CK_ISA_AVX512) {
             resize_row_u8_avx512(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            continue;
+        }
+        if (isa >= CK_ISA_AVX2) {
+            resize_row_u8_avx2(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
             continue;
         }
 #else
@@ -698,9 +743,28 @@ static void hardswish_avx512(const float *in, float *out, size_t begin, size_t e
 }
 #endif
 
+#if CK_X86
+/// hardswish_avx512 on 8 lanes (the same NaN behaviour), the last elements as the scalar.
+CK_TARGET_AVX2
+static void hardswish_avx2(const float *in, float *out, size_t begin, size_t end) {
+    const __m256 three = _mm256_set1_ps(3.0f), six = _mm256_set1_ps(6.0f), zero = _mm256_setzero_ps();
+    const __m256 sixth = _mm256_set1_ps(1.0f / 6.0f);
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        const __m256 x = _mm256_loadu_ps(in + i);
+        __m256 r = _mm256_add_ps(x, three);
+        r = _mm256_blendv_ps(zero, r, _mm256_cmp_ps(r, zero, _CMP_GT_OQ));
+        r = _mm256_blendv_ps(six, r, _mm256_cmp_ps(r, six, _CMP_LT_OQ));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(x, r), sixth));
+    }
+    for (; i < end; i++) out[i] = hardswish_scalar(in[i]);
+}
+#endif
+
 void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end) {
 #if CK_X86
     if (isa >= CK_ISA_AVX512) { hardswish_avx512(input, output, begin, end); return; }
+    if (isa >= CK_ISA_AVX2) { hardswish_avx2(input, output, begin, end); return; }
 #endif
     (void)isa;
     hardswish_portable(input, output, begin, end);
