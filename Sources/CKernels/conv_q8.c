@@ -158,26 +158,24 @@ size_t ck_conv_q8_packed_count(const ck_conv_geometry *g) {
 
 void ck_conv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                      int32_t filter_zero_point, int16_t *packed) {
+    // Layout: [block][tap][input pair][16 channels][2]; each output channel's filter row is read in
+    // order (a block's packed values, at most taps * kp * 16, stay in cache while its 16 rows fill
+    // them), the padding (channels past out_c, the odd input channel) zero.
     const int32_t taps = g->k_h * g->k_w, k = g->in_c, kp = ck_q8_padded_channels(k);
     const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
+    const size_t block_values = (size_t)taps * (size_t)kp * CK_Q8_NR;
     const uint8_t *fu = (const uint8_t *)filter;
     const int8_t *fs = (const int8_t *)filter;
-    int16_t *dst = packed;
-    for (int32_t b = 0; b < blocks; b++) {
+    memset(packed, 0, (size_t)blocks * block_values * sizeof(int16_t));
+    for (int32_t oc = 0; oc < g->out_c; oc++) {
+        const int32_t b = oc / CK_Q8_NR, j = oc % CK_Q8_NR;
+        int16_t *block = packed + (size_t)b * block_values;
         for (int32_t t = 0; t < taps; t++) {
-            for (int32_t i0 = 0; i0 < kp; i0 += 2) {
-                for (int32_t j = 0; j < CK_Q8_NR; j++) {
-                    const int32_t oc = b * CK_Q8_NR + j;
-                    for (int32_t d = 0; d < 2; d++) {
-                        const int32_t i = i0 + d;
-                        int32_t v = 0;
-                        if (oc < g->out_c && i < k) {
-                            const size_t at = ((size_t)oc * taps + t) * k + i;
-                            v = (is_signed ? (int32_t)fs[at] : (int32_t)fu[at]) - filter_zero_point;
-                        }
-                        *dst++ = (int16_t)v;
-                    }
-                }
+            const size_t row = ((size_t)oc * taps + t) * k;
+            int16_t *dst = block + (size_t)t * kp * CK_Q8_NR + (size_t)j * 2;
+            for (int32_t i = 0; i < k; i++) {
+                const int32_t v = (is_signed ? (int32_t)fs[row + i] : (int32_t)fu[row + i]) - filter_zero_point;
+                dst[(size_t)(i / 2) * 2 * CK_Q8_NR + (i & 1)] = (int16_t)v;
             }
         }
     }
