@@ -2121,8 +2121,11 @@ static void dwy_chunk(const dw_pass *r, int variant, __m256 vlo, __m256 vhi) {
     switch (variant) {
     case DW_K3S1: dwy_chunk_impl(r, vlo, vhi, 3, 1, 1); break;
     case DW_K3S2: dwy_chunk_impl(r, vlo, vhi, 3, 2, 1); break;
+    case DW_K3D2: dwy_chunk_impl(r, vlo, vhi, 3, 1, 2); break;
+    case DW_K3D4: dwy_chunk_impl(r, vlo, vhi, 3, 1, 4); break;
     case DW_K5S1: dwy_chunk_impl(r, vlo, vhi, 5, 1, 1); break;
-    default: dwy_chunk_generic(r, 8, vlo, vhi); break;  // rarer shapes: less code for AVX2-only machines
+    case DW_K5S2: dwy_chunk_impl(r, vlo, vhi, 5, 2, 1); break;
+    default: dwy_chunk_generic(r, 8, vlo, vhi); break;  // other shapes: every tap checked
     }
 }
 

@@ -149,6 +149,13 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (9, 60, 96, 3, 2, 1, .same, .none),
             (5, 90, 64, 3, 1, 2, .valid, .relu),
             (6, 120, 72, 5, 1, 1, .same, .none),
+            // 3×3 dilated by 2 and 4 (DeepLab) and 5×5 at stride 2 (BlazeFace) with "same" padding:
+            // edge columns checked, interiors not; an image narrower than the dilated window.
+            (13, 21, 24, 3, 1, 2, .same, .relu6),
+            (14, 19, 40, 3, 1, 4, .same, .none),
+            (7, 7, 16, 3, 1, 4, .same, .relu),
+            (15, 17, 16, 5, 2, 1, .same, .relu),
+            (11, 30, 24, 5, 2, 1, .valid, .none),
         ]
         for c in cases {
             let input = TensorValue.float32(random(2 * c.h * c.w * c.c, &rng, range: -2...2), shape: [2, c.h, c.w, c.c])
