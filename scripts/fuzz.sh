@@ -63,9 +63,11 @@ if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   # are then given to swiftc as ONE option, because swiftc keeps only the last -sanitize= option and
   # SwiftPM's `--sanitize=fuzzer --sanitize=address` come out in a random order (builds then lacked
   # either the coverage or the AddressSanitizer instrumentation of the Swift code). --disable-dead-strip:
-  # the release link's --gc-sections would drop libFuzzer's coverage counters.
+  # the release link's --gc-sections would drop libFuzzer's coverage counters. The C kernel files in
+  # scripts/fuzz-asan-ignorelist.txt get the coverage but not AddressSanitizer (see that file).
   if ! nice -n 10 swift build --package-path Fuzz -c release --disable-dead-strip --scratch-path "$scratch" \
-      --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=address; then
+      --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xcc -fsanitize=address \
+      -Xcc -fsanitize-ignorelist="$PWD/scripts/fuzz-asan-ignorelist.txt"; then
     echo "fuzz: the build failed" >&2; exit 2
   fi
   echo "fuzz: built in $(( $(date +%s) - start )) s" >&2
