@@ -1051,6 +1051,35 @@ int32_t ck_conv_c3s2_supported(const ck_conv_geometry *g) {
            g->k_h >= 1 && g->k_h <= 7 && g->out_c % 8 == 0 && g->out_c <= 64 && g->out_w >= 1;
 }
 
+/// The ring slots (6 * wp floats each, k_h of them in `ring`) of output row oy's input rows:
+/// q[ky] is filter row ky's slot, NULL outside the image. Rows not yet in the ring go in slots no
+/// filter row of this output row reads (k_h slots for at most k_h rows: there is always one);
+/// `held` (each slot's input row, -1: none) is updated and those rows and slots are returned in
+/// fresh_iy / fresh_q (their count), for the caller to build their planes.
+static int32_t c3s2_ring_rows(const ck_conv_geometry *g, int32_t oy, int32_t *held, float *ring, int32_t wp, const float **q,
+                              int32_t *fresh_iy, float **fresh_q) {
+    uint32_t used = 0;  // slots holding this output row's input rows
+    for (int32_t ky = 0; ky < g->k_h; ky++) {
+        const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+        q[ky] = NULL;
+        if (iy < 0 || iy >= g->in_h) continue;
+        for (int32_t s = 0; s < g->k_h; s++)
+            if (held[s] == iy) { q[ky] = ring + (size_t)s * 6 * wp; used |= 1u << s; break; }
+    }
+    int32_t nf = 0;
+    for (int32_t ky = 0; ky < g->k_h; ky++) {
+        const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+        if (iy < 0 || iy >= g->in_h || q[ky]) continue;
+        const int32_t s = __builtin_ctz(~used);
+        used |= 1u << s;
+        held[s] = iy;
+        fresh_iy[nf] = iy;
+        fresh_q[nf++] = ring + (size_t)s * 6 * wp;
+        q[ky] = ring + (size_t)s * 6 * wp;
+    }
+    return nf;
+}
+
 #if CK_X86
 /// Stores 8 channel vectors (16 pixels each) as n pixels of 8 floats, `stride` floats apart.
 CK_TARGET_AVX512 CK_INLINE
@@ -1196,35 +1225,15 @@ static void c3s2_rows(const ck_conv_geometry *g, const float *input, const float
                 }
             }
             const float *q[7];
-            uint32_t used = 0;  // slots holding this output row's input rows
-            for (int32_t ky = 0; ky < g->k_h; ky++) {
-                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                q[ky] = NULL;
-                if (iy < 0 || iy >= g->in_h) continue;
-                for (int32_t s = 0; s < g->k_h; s++)
-                    if (held[s] == iy) { q[ky] = ring + (size_t)s * 6 * wp; used |= 1u << s; break; }
-            }
-            // The rows not in the ring go in slots no filter row of this output row reads (k_h
-            // slots for at most k_h rows: there is always one).
-            const float *fresh[7];  // their input rows
+            int32_t fresh_iy[7];
             float *fresh_q[7];
-            int32_t nf = 0;
-            for (int32_t ky = 0; ky < g->k_h; ky++) {
-                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                if (iy < 0 || iy >= g->in_h || q[ky]) continue;
-                const int32_t s = __builtin_ctz(~used);
-                used |= 1u << s;
-                held[s] = iy;
-                fresh[nf] = input + (size_t)iy * row_floats;
-                fresh_q[nf++] = ring + (size_t)s * 6 * wp;
-                q[ky] = ring + (size_t)s * 6 * wp;
-            }
-            // Their planes, the whole strip (building them block by block among the FMAs, to mix
-            // the permutes with those, measured no faster).
+            const int32_t nf = c3s2_ring_rows(g, oy, held, ring, wp, q, fresh_iy, fresh_q);
+            // The new rows' planes, the whole strip (building them block by block among the FMAs,
+            // to mix the permutes with those, measured no faster).
             const int32_t xs0 = 2 * x0 - g->pad_left;
             for (int32_t f = 0; f < nf; f++)
                 for (int32_t t = 0; t < chunks; t++)
-                    c3s2_planes16(fresh[f], row_floats, xs0 + 32 * t, fresh_q[f] + 16 * t, wp);
+                    c3s2_planes16(input + (size_t)fresh_iy[f] * row_floats, row_floats, xs0 + 32 * t, fresh_q[f] + 16 * t, wp);
             for (int32_t b = 0; b < nb;) {
                 const int32_t np = ck_min(C3S2_NP, nb - b), j0 = 16 * b;
                 const int32_t n = sw - j0;
@@ -1375,25 +1384,13 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
                 }
             }
             const float *q[7];
-            uint32_t used = 0;
-            for (int32_t ky = 0; ky < g->k_h; ky++) {
-                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                q[ky] = NULL;
-                if (iy < 0 || iy >= g->in_h) continue;
-                for (int32_t s = 0; s < g->k_h; s++)
-                    if (held[s] == iy) { q[ky] = ring + (size_t)s * 6 * wp; used |= 1u << s; break; }
-            }
-            for (int32_t ky = 0; ky < g->k_h; ky++) {
-                const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-                if (iy < 0 || iy >= g->in_h || q[ky]) continue;
-                const int32_t s = __builtin_ctz(~used);
-                used |= 1u << s;
-                held[s] = iy;
-                float *slot = ring + (size_t)s * 6 * wp;
+            int32_t fresh_iy[7];
+            float *fresh_q[7];
+            const int32_t nf = c3s2_ring_rows(g, oy, held, ring, wp, q, fresh_iy, fresh_q);
+            for (int32_t f = 0; f < nf; f++) {
                 c3s2_source row = *input;
-                row.row = (const char *)input->row + (size_t)iy * row_values * value_bytes;
-                c3s2_planes_avx2(&row, g->in_w, 2 * x0 - g->pad_left, slot, wp);
-                q[ky] = slot;
+                row.row = (const char *)input->row + (size_t)fresh_iy[f] * row_values * value_bytes;
+                c3s2_planes_avx2(&row, g->in_w, 2 * x0 - g->pad_left, fresh_q[f], wp);
             }
             for (int32_t b = 0; b < nb; b++) {
                 const int32_t j0 = 8 * b, n = ck_min(8, sw - j0);

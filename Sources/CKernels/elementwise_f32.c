@@ -550,23 +550,27 @@ void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32
 
 // ---- uint8 bilinear resize and 8-bit arg max (see ckernels.h) ----
 
+/// Channels [c_begin, C) of one output pixel from its four source pixels and weights.
+static inline void resize_u8_channels(const uint8_t *p00, const uint8_t *p01, const uint8_t *p10, const uint8_t *p11, uint8_t *o,
+                                      int32_t c_begin, int32_t C, float w00, float w01, float w10, float w11) {
+    for (int32_t c = c_begin; c < C; c++) {
+        float v = (float)p00[c] * w00;
+        v = v + (float)p01[c] * w01;
+        v = v + (float)p10[c] * w10;
+        v = v + (float)p11[c] * w11;
+        v = v + 0.5f;
+        v = v < 0 ? 0 : (v > 255 ? 255 : v);
+        o[c] = (uint8_t)v;
+    }
+}
+
 static void resize_row_u8_portable(const uint8_t *r0, const uint8_t *r1, int32_t C, uint8_t *out, int32_t out_w, float dy,
                                    const int32_t *x0, const int32_t *x1, const float *xs) {
     for (int32_t x = 0; x < out_w; x++) {
         const float dx = xs[x] - (float)x0[x];
         const float w00 = (1 - dy) * (1 - dx), w01 = (1 - dy) * dx, w10 = dy * (1 - dx), w11 = dy * dx;
-        const uint8_t *p00 = r0 + (size_t)x0[x] * C, *p01 = r0 + (size_t)x1[x] * C;
-        const uint8_t *p10 = r1 + (size_t)x0[x] * C, *p11 = r1 + (size_t)x1[x] * C;
-        uint8_t *o = out + (size_t)x * C;
-        for (int32_t c = 0; c < C; c++) {
-            float v = (float)p00[c] * w00;
-            v = v + (float)p01[c] * w01;
-            v = v + (float)p10[c] * w10;
-            v = v + (float)p11[c] * w11;
-            v = v + 0.5f;
-            v = v < 0 ? 0 : (v > 255 ? 255 : v);
-            o[c] = (uint8_t)v;
-        }
+        resize_u8_channels(r0 + (size_t)x0[x] * C, r0 + (size_t)x1[x] * C, r1 + (size_t)x0[x] * C, r1 + (size_t)x1[x] * C,
+                           out + (size_t)x * C, 0, C, w00, w01, w10, w11);
     }
 }
 
@@ -626,15 +630,7 @@ static void resize_row_u8_avx2(const uint8_t *r0, const uint8_t *r1, int32_t C, 
             const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
             _mm_storel_epi64((__m128i *)(o + c), _mm_packus_epi16(s16, s16));
         }
-        for (; c < C; c++) {
-            float v = (float)p00[c] * f00;
-            v = v + (float)p01[c] * f01;
-            v = v + (float)p10[c] * f10;
-            v = v + (float)p11[c] * f11;
-            v = v + 0.5f;
-            v = v < 0 ? 0 : (v > 255 ? 255 : v);
-            o[c] = (uint8_t)v;
-        }
+        resize_u8_channels(p00, p01, p10, p11, o, c, C, f00, f01, f10, f11);
     }
 }
 #endif

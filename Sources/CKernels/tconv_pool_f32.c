@@ -150,10 +150,11 @@ void ck_tconv_col2im_f32(const ck_conv_geometry *g, const float *columns, const 
 
 // ---- max pooling ----
 
-static void maxpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
-                             int32_t x0, int32_t x1, float lo, float hi) {
+/// Channels [c_begin, in_c) of one output pixel (the vector variants' last channels too).
+static void maxpool_channels(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi, int32_t c_begin) {
     const int32_t C = g->in_c;
-    for (int32_t c = 0; c < C; c++) {
+    for (int32_t c = c_begin; c < C; c++) {
         float m = -FLT_MAX;
         for (int32_t y = y0; y < y1; y++)
             for (int32_t x = x0; x < x1; x++) {
@@ -163,6 +164,11 @@ static void maxpool_portable(const ck_conv_geometry *g, const float *input, floa
         m = m < lo ? lo : m;
         out[c] = m > hi ? hi : m;
     }
+}
+
+static void maxpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi) {
+    maxpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, 0);
 }
 
 #if CK_X86
@@ -196,16 +202,7 @@ static void maxpool_avx2(const ck_conv_geometry *g, const float *input, float *o
                 m = _mm256_max_ps(_mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c), m); // a NaN input is skipped
         _mm256_storeu_ps(out + c, _mm256_min_ps(_mm256_max_ps(m, vlo), vhi));
     }
-    for (; c < C; c++) {  // the last channels as maxpool_portable
-        float m = -FLT_MAX;
-        for (int32_t y = y0; y < y1; y++)
-            for (int32_t x = x0; x < x1; x++) {
-                const float v = input[((size_t)y * g->in_w + x) * C + c];
-                m = v > m ? v : m;
-            }
-        m = m < lo ? lo : m;
-        out[c] = m > hi ? hi : m;
-    }
+    maxpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, c);
 }
 #endif
 
@@ -241,11 +238,12 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 // the number of pixels summed, clamped (the reference kernel's order: bit-identical; a NaN
 // stays NaN, as Swift.min/max) ----
 
-static void avgpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
-                             int32_t x0, int32_t x1, float lo, float hi) {
+/// Channels [c_begin, in_c) of one output pixel (the vector variants' last channels too).
+static void avgpool_channels(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi, int32_t c_begin) {
     const int32_t C = g->in_c;
     const float count = (float)((y1 - y0) * (x1 - x0));
-    for (int32_t c = 0; c < C; c++) {
+    for (int32_t c = c_begin; c < C; c++) {
         float s = 0.0f;
         for (int32_t y = y0; y < y1; y++)
             for (int32_t x = x0; x < x1; x++) s += input[((size_t)y * g->in_w + x) * C + c];
@@ -253,6 +251,11 @@ static void avgpool_portable(const ck_conv_geometry *g, const float *input, floa
         s = s < lo ? lo : s;
         out[c] = s > hi ? hi : s;
     }
+}
+
+static void avgpool_portable(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
+                             int32_t x0, int32_t x1, float lo, float hi) {
+    avgpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, 0);
 }
 
 #if CK_X86
@@ -297,8 +300,7 @@ static void avgpool_avx2(const ck_conv_geometry *g, const float *input, float *o
                          int32_t x0, int32_t x1, float lo, float hi) {
     const int32_t C = g->in_c;
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-    const float count = (float)((y1 - y0) * (x1 - x0));
-    const __m256 vcount = _mm256_set1_ps(count);
+    const __m256 vcount = _mm256_set1_ps((float)((y1 - y0) * (x1 - x0)));
     int32_t c = 0;
     for (; c + 32 <= C; c += 32) {
         __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -315,14 +317,7 @@ static void avgpool_avx2(const ck_conv_geometry *g, const float *input, float *o
             for (int32_t x = x0; x < x1; x++) sum = _mm256_add_ps(sum, _mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c));
         _mm256_storeu_ps(out + c, _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_div_ps(sum, vcount))));
     }
-    for (; c < C; c++) {
-        float sum = 0.0f;
-        for (int32_t y = y0; y < y1; y++)
-            for (int32_t x = x0; x < x1; x++) sum += input[((size_t)y * g->in_w + x) * C + c];
-        sum = sum / count;
-        sum = sum < lo ? lo : sum;
-        out[c] = sum > hi ? hi : sum;
-    }
+    avgpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, c);
 }
 #endif
 
@@ -340,12 +335,17 @@ void ck_avgpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
 
 // ---- a global average pool's partial sums (see ckernels.h) ----
 
-static void sum_pixels_portable(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum) {
-    for (int32_t c = 0; c < C; c++) sum[c] = 0.0f;
+/// Channels [c_begin, C) (the vector variants' last channels too).
+static void sum_pixels_channels(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum, int32_t c_begin) {
+    for (int32_t c = c_begin; c < C; c++) sum[c] = 0.0f;
     for (int32_t p = p0; p < p1; p++) {
         const float *x = input + (size_t)p * C;
-        for (int32_t c = 0; c < C; c++) sum[c] += x[c];
+        for (int32_t c = c_begin; c < C; c++) sum[c] += x[c];
     }
+}
+
+static void sum_pixels_portable(const float *input, int32_t C, int32_t p0, int32_t p1, float *sum) {
+    sum_pixels_channels(input, C, p0, p1, sum, 0);
 }
 
 #if CK_X86
@@ -392,11 +392,7 @@ static void sum_pixels_avx2(const float *input, int32_t C, int32_t p0, int32_t p
         for (int32_t p = p0; p < p1; p++, x += C) s = _mm256_add_ps(s, _mm256_loadu_ps(x));
         _mm256_storeu_ps(sum + c, s);
     }
-    for (; c < C; c++) {
-        float s = 0.0f;
-        for (int32_t p = p0; p < p1; p++) s += input[(size_t)p * C + c];
-        sum[c] = s;
-    }
+    sum_pixels_channels(input, C, p0, p1, sum, c);
 }
 #endif
 
