@@ -135,7 +135,11 @@ struct OptimizedQuantizedConvKernel: Kernel {
             return packed ? buffer : nil
         }
         let none16 = PackedBuffer<Int16>(count: 0) { _ in }, none8 = PackedBuffer<Int8>(count: 0) { _ in }
-        if !bytePath, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
+        // The first-layer kernel's float sums are exact while |x − zero point| and |w − zero point|
+        // stay within 255: zero points inside the type's range (real models' always are).
+        let typeRange = isSigned ? -128...127 : 0...255
+        let zeroPointsFit = typeRange.contains(Int(inputZeroPoint)) && typeRange.contains(Int(filterZeroPoint))
+        if !bytePath, zeroPointsFit, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
             let count = ck_conv_q8_c3s2_packed_count(&g)
             firstLayer = PackedBuffer(count: count) { ck_conv_q8_c3s2_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
             packed16 = none16
