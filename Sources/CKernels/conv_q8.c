@@ -245,6 +245,11 @@ static inline int32_t q8_ld32(const int16_t *p) {
     return v;
 }
 
+/// Requantizes and stores mr rows of one block's AVX2 accumulators (__m256i acc0[mr], acc1[mr]:
+/// channels 0-7 and 8-15) with the plain requantization (q8_rqp_rows_avx2).
+typedef void (*q8_rqp_avx2_fn)(const void *acc0, const void *acc1, int32_t mr, const int32_t *p, const ck_q8_output *o,
+                               uint8_t *c, size_t ldc, int32_t n);
+
 /// Arguments of one tile: MR output pixels x one block of 16 channels.
 typedef struct {
     const int16_t *const *ptrs;
@@ -253,6 +258,8 @@ typedef struct {
     const int32_t *params;
     const ck_q8_output *out;
     uint8_t *c;
+    /// The AVX2 tiles' plain requantization for blocks flagged Q8_PLAIN (NULL: never).
+    q8_rqp_avx2_fn rqp;
 } q8_tile_args;
 
 // ---- portable ----
@@ -324,6 +331,93 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_store16_avx2(uint8_t *dst, __m256i v0, __m256i 
     }
 }
 
+/// The plain requantization (see q8_rqp_rows: no left shift, the output zero point folded into the
+/// nudge, 1 <= r <= 22, |accumulator| < 2^29) of 8 accumulators x, lanes `h` * 8.. of block p: the
+/// high dword of 2x * m + 2N (vpmuldq on the even and odd lanes, then one blend), minus 1 for x < 0
+/// when rounding half away from zero, shifted right by r; the clamp to the type's range is the
+/// saturating narrowing that follows (q8_rqp_store_avx2). V: as q8_rqp_rows', bit 1 and 2 whether
+/// the activation's clamp needs a max / a min inside the type's range. About 11 instructions per
+/// 8 outputs, against about 18 for q8_requant_avx2.
+Q8_TARGET_AVX2 Q8_INLINE __m256i q8_rqp_avx2(const int V, __m256i x, const int32_t *p, int32_t h, const ck_q8_output *o) {
+    const __m256i m = _mm256_loadu_si256((const __m256i *)(p + 16 + 8 * h)), m_odd = _mm256_srli_epi64(m, 32);
+    const __m256i ne = _mm256_loadu_si256((const __m256i *)(p + 96 + 8 * h));
+    const __m256i no = _mm256_loadu_si256((const __m256i *)(p + 112 + 8 * h));
+    const __m256i x2 = _mm256_add_epi32(x, x);
+    const __m256i te = _mm256_add_epi64(_mm256_mul_epi32(x2, m), _mm256_add_epi64(ne, ne));
+    const __m256i to = _mm256_add_epi64(_mm256_mul_epi32(_mm256_shuffle_epi32(x2, 0xF5), m_odd), _mm256_add_epi64(no, no));
+    __m256i u = _mm256_blend_epi32(_mm256_shuffle_epi32(te, 0xF5), to, 0xAA);
+    if (!(V & 1)) u = _mm256_add_epi32(u, _mm256_srai_epi32(x, 31));
+    __m256i q = _mm256_srav_epi32(u, _mm256_loadu_si256((const __m256i *)(p + 48 + 8 * h)));
+    if (V & 2) q = _mm256_max_epi32(q, _mm256_set1_epi32(o->act_min));
+    if (V & 4) q = _mm256_min_epi32(q, _mm256_set1_epi32(o->act_max));
+    return q;
+}
+
+/// Stores rows r0 and (when `two`) r1 of 16 requantized channels each (q[0], q[1] and q[2], q[3]),
+/// n of them, narrowed with saturation to int8 (SIGNED) or uint8.
+Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_store_avx2(const int SIGNED, const __m256i *q, int two, uint8_t *r0, uint8_t *r1, int32_t n) {
+    const __m256i w0 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i w1 = two ? _mm256_packs_epi32(q[2], q[3]) : w0;
+    // dwords: row 0 channels 0-3, 8-11, row 1 0-3, 8-11 | row 0 4-7, 12-15, row 1 4-7, 12-15
+    const __m256i b = SIGNED ? _mm256_packs_epi16(w0, w1) : _mm256_packus_epi16(w0, w1);
+    const __m256i rows = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m128i lo = _mm256_castsi256_si128(rows);
+    if (n == CK_Q8_NR) {
+        _mm_storeu_si128((__m128i *)r0, lo);
+        if (two) _mm_storeu_si128((__m128i *)r1, _mm256_extracti128_si256(rows, 1));
+    } else {
+        uint8_t tmp[32];
+        _mm256_storeu_si256((__m256i *)tmp, rows);
+        memcpy(r0, tmp, (size_t)n);
+        if (two) memcpy(r1, tmp + 16, (size_t)n);
+    }
+}
+
+/// Requantizes and stores `mr` rows of one block's accumulators with the plain requantization,
+/// variant V (see q8_rqp_avx2; bit 3 int8 output). Out of line: one copy per variant.
+Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_rows_avx2_body(const int V, const __m256i *acc0, const __m256i *acc1, int32_t mr,
+                                                    const int32_t *p, const ck_q8_output *o, uint8_t *c, size_t ldc,
+                                                    int32_t n) {
+    for (int32_t m = 0; m < mr; m += 2) {
+        const int two = m + 1 < mr;
+        __m256i q[4];
+        q[0] = q8_rqp_avx2(V, acc0[m], p, 0, o);
+        q[1] = q8_rqp_avx2(V, acc1[m], p, 1, o);
+        if (two) {
+            q[2] = q8_rqp_avx2(V, acc0[m + 1], p, 0, o);
+            q[3] = q8_rqp_avx2(V, acc1[m + 1], p, 1, o);
+        }
+        q8_rqp_store_avx2(V & 8, q, two, c + (size_t)m * ldc, c + (size_t)(m + 1) * ldc, n);
+    }
+}
+
+#define Q8_RQP_AVX2_VARIANT(V)                                                                          \
+    Q8_TARGET_AVX2 static void q8_rqp_rows_avx2_##V(const void *acc0, const void *acc1, int32_t mr,       \
+                                                    const int32_t *p, const ck_q8_output *o, uint8_t *c,  \
+                                                    size_t ldc, int32_t n) {                              \
+        q8_rqp_rows_avx2_body(V, (const __m256i *)acc0, (const __m256i *)acc1, mr, p, o, c, ldc, n);      \
+    }
+Q8_RQP_AVX2_VARIANT(0) Q8_RQP_AVX2_VARIANT(1) Q8_RQP_AVX2_VARIANT(2) Q8_RQP_AVX2_VARIANT(3)
+Q8_RQP_AVX2_VARIANT(4) Q8_RQP_AVX2_VARIANT(5) Q8_RQP_AVX2_VARIANT(6) Q8_RQP_AVX2_VARIANT(7)
+Q8_RQP_AVX2_VARIANT(8) Q8_RQP_AVX2_VARIANT(9) Q8_RQP_AVX2_VARIANT(10) Q8_RQP_AVX2_VARIANT(11)
+Q8_RQP_AVX2_VARIANT(12) Q8_RQP_AVX2_VARIANT(13) Q8_RQP_AVX2_VARIANT(14) Q8_RQP_AVX2_VARIANT(15)
+
+/// The variant of q8_rqp_rows_avx2 for output `o`: the clamp's max and min only where the
+/// activation's range is narrower than the type's. The output is taken as int8 when act_min < 0; an
+/// int8 output whose range lies in [0, 127] takes the uint8 variant, which stores the same bytes.
+static q8_rqp_avx2_fn q8_rqp_avx2_variant(const ck_q8_output *o) {
+    const int32_t is_signed = o->act_min < 0;
+    static const q8_rqp_avx2_fn variants[16] = {
+        q8_rqp_rows_avx2_0, q8_rqp_rows_avx2_1, q8_rqp_rows_avx2_2,  q8_rqp_rows_avx2_3,
+        q8_rqp_rows_avx2_4, q8_rqp_rows_avx2_5, q8_rqp_rows_avx2_6,  q8_rqp_rows_avx2_7,
+        q8_rqp_rows_avx2_8, q8_rqp_rows_avx2_9, q8_rqp_rows_avx2_10, q8_rqp_rows_avx2_11,
+        q8_rqp_rows_avx2_12, q8_rqp_rows_avx2_13, q8_rqp_rows_avx2_14, q8_rqp_rows_avx2_15};
+    const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+    const int v = (o->rounding == CK_Q8_ROUND_HALF_UP ? 1 : 0) | (o->act_min > lo ? 2 : 0) | (o->act_max < hi ? 4 : 0) |
+                  (is_signed ? 8 : 0);
+    return variants[v];
+}
+
 Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args *a) {
     __m256i acc0[4], acc1[4];
     const __m256i b0 = _mm256_loadu_si256((const __m256i *)a->params);
@@ -343,6 +437,14 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args
                 acc1[m] = _mm256_add_epi32(acc1[m], _mm256_madd_epi16(v, w1));
             }
         }
+    }
+    if (a->rqp && a->params[Q8_PLAIN]) {
+        // On copies, so the accumulators' addresses never escape (they stay in registers).
+        __m256i copy0[4], copy1[4];
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) { copy0[m] = acc0[m]; copy1[m] = acc1[m]; }
+        a->rqp(copy0, copy1, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
+        return;
     }
     Q8_UNROLL
     for (int m = 0; m < MR; m++) {
@@ -569,6 +671,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     q8_tile_fn tiles[4] = {q8_tile_portable_4, q8_tile_portable_1, 0, 0};
     int32_t sizes[4] = {4, 1, 0, 0};
     int32_t kinds = 2;
+    q8_rqp_avx2_fn rqp = NULL;
 #if CK_X86
     // AVX-512-VNNI uses the AVX-512 tile: on Zen 4, vpdpwssd measured 10-20% slower than
     // vpmaddwd + vpaddd for these tiles.
@@ -578,6 +681,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     } else if (isa >= CK_ISA_AVX2) {
         tiles[0] = q8_tile_avx2_4; tiles[1] = q8_tile_avx2_2; tiles[2] = q8_tile_avx2_1;
         sizes[0] = 4; sizes[1] = 2; sizes[2] = 1; kinds = 3;
+        rqp = q8_rqp_avx2_variant(out);
     }
 #else
     (void)isa;
@@ -592,6 +696,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     a.kpairs = kp / 2;
     a.ldc = g->out_c;
     a.out = out;
+    a.rqp = rqp;
     uint8_t *dst = (uint8_t *)output;
     int32_t p = pixel_begin;
     while (p < pixel_end) {
@@ -722,35 +827,51 @@ static inline uint32_t q8b_row_coefficient(int32_t is_signed, int32_t filter_zer
 /// 255 * sum |w - zw| (bounding the accumulator for any input) below 2^29. The flag is set per block
 /// by q8_plain_begin before the block's channels are checked.
 static void q8_plain_lane(int32_t *params, int32_t oc, int32_t bias, const void *filter, int32_t is_signed,
-                          int32_t filter_zero_point, size_t row, uint32_t K) {
+                          int32_t filter_zero_point, int32_t input_zero_point, size_t row, uint32_t K) {
     int32_t *p = params + (size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
     const int32_t j = oc % CK_Q8_NR;
-    // sum |w - zw| <= 255 * K: only a long reduction needs the pass over its weights.
+    // |x - zx| <= 255 (the bound's factor) needs the input zero point inside the type's range, and
+    // sum |w - zw| <= 255 * K the filter's: then only a long reduction needs the pass over its weights.
+    const int32_t zx_fits = is_signed ? (input_zero_point >= -128 && input_zero_point <= 127)
+                                      : (input_zero_point >= 0 && input_zero_point <= 255);
+    const int32_t zw_fits = is_signed ? (filter_zero_point >= -128 && filter_zero_point <= 127)
+                                      : (filter_zero_point >= 0 && filter_zero_point <= 255);
     uint64_t magnitude = 255 * (uint64_t)K;
-    if ((bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude < (INT64_C(1) << 29)) {
+    if (zw_fits && (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude < (INT64_C(1) << 29)) {
         // the bound holds for any weights
     } else if (is_signed) {
         magnitude = 0;
         const int8_t *f = (const int8_t *)filter + row;
-        for (uint32_t i = 0; i < K; i++) {
-            const int32_t w = (int32_t)f[i] - filter_zero_point;
-            magnitude += (uint32_t)(w < 0 ? -w : w);
+        for (uint32_t i = 0; i < K && magnitude < (UINT64_C(1) << 40); i++) {
+            const int64_t w = (int64_t)f[i] - filter_zero_point;
+            magnitude += (uint64_t)(w < 0 ? -w : w);
         }
     } else {
         magnitude = 0;
         const uint8_t *f = (const uint8_t *)filter + row;
-        for (uint32_t i = 0; i < K; i++) {
-            const int32_t w = (int32_t)f[i] - filter_zero_point;
-            magnitude += (uint32_t)(w < 0 ? -w : w);
+        for (uint32_t i = 0; i < K && magnitude < (UINT64_C(1) << 40); i++) {
+            const int64_t w = (int64_t)f[i] - filter_zero_point;
+            magnitude += (uint64_t)(w < 0 ? -w : w);
         }
     }
-    const int64_t bound = (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude;
-    if (p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29)) p[Q8_PLAIN] = 0;
+    const int64_t bound = (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)(magnitude < (UINT64_C(1) << 40) ? magnitude : (UINT64_C(1) << 40));
+    if (!zx_fits || p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29))
+        p[Q8_PLAIN] = 0;
 }
 
 /// Sets the Q8_PLAIN flag of every block of `channels` (cleared by q8_plain_lane where it does not apply).
 static void q8_plain_begin(int32_t *params, int32_t channels) {
     for (int32_t b = 0; b < (channels + CK_Q8_NR - 1) / CK_Q8_NR; b++) params[(size_t)b * CK_Q8_PARAMS_PER_BLOCK + Q8_PLAIN] = 1;
+}
+
+void ck_q8_mark_plain(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
+                      int32_t input_zero_point, int32_t *params) {
+    const uint32_t K = (uint32_t)g->k_h * (uint32_t)g->k_w * (uint32_t)g->in_c;
+    q8_plain_begin(params, g->out_c);
+    for (int32_t oc = 0; oc < g->out_c; oc++) {
+        const int32_t bias = params[(size_t)(oc / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR];
+        q8_plain_lane(params, oc, bias, filter, is_signed, filter_zero_point, input_zero_point, (size_t)oc * K, K);
+    }
 }
 
 #if CK_X86
@@ -868,7 +989,7 @@ void ck_conv_q8b_pack(int32_t isa, const ck_conv_geometry *g, const void *filter
             const size_t row = (size_t)oc * K;
             const uint32_t sum = gathered ? sums[oc - b * CK_Q8_NR] : q8b_operand_sum(filter, flipped, is_signed, row, K);
             int32_t *bias = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK + oc % CK_Q8_NR;
-            q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, row, K);
+            q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, input_zero_point, row, K);
             if (flipped) *bias = (int32_t)((uint32_t)*bias - (128u + za) * sum);
             else *bias = (int32_t)((uint32_t)*bias - za * sum - coefficient * K * za);
         }
@@ -1310,7 +1431,7 @@ void ck_conv_q8r_pack(const ck_conv_geometry *g, const void *filter, int32_t is_
             }
         }
         int32_t *bias = params + (size_t)b * CK_Q8_PARAMS_PER_BLOCK + j;
-        q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, (size_t)oc * K, (uint32_t)K);
+        q8_plain_lane(params, oc, *bias, filter, is_signed, filter_zero_point, input_zero_point, (size_t)oc * K, (uint32_t)K);
         *bias = (int32_t)((uint32_t)*bias - za * sum);
     }
     (void)blocks;
@@ -1552,6 +1673,8 @@ typedef struct {
     /// The first channel the AVX-512 variants compute (a multiple of 64; the 3x3 variant has done
     /// the ones before).
     int32_t c_begin;
+    /// The AVX2 variants' plain requantization for blocks flagged Q8_PLAIN (NULL: never).
+    q8_rqp_avx2_fn rqp;
 } q8_dw_args;
 
 Q8_INLINE void q8_dw_portable_body(const int SIGNED, const q8_dw_args *a) {
@@ -1627,6 +1750,14 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NV, c
                 acc[q][j] = _mm256_add_epi32(acc[q][j], _mm256_madd_epi16(xv, wv));
             }
         }
+    }
+    if (a->rqp && p[Q8_PLAIN]) {
+        // (with NV = 1 the second half is computed on copies of the first and not stored)
+        __m256i acc0[4], acc1[4];
+        Q8_UNROLL
+        for (int q = 0; q < PX; q++) { acc0[q] = acc[q][0]; acc1[q] = acc[q][NV - 1]; }
+        a->rqp(acc0, acc1, PX, p, a->out, a->dst + c0, (size_t)C, 8 * (NV - 1) + (TAIL ? last : 8));
+        return;
     }
     const __m256i lowbyte = _mm256_set1_epi32(0xFF);
     Q8_UNROLL
@@ -2324,15 +2455,27 @@ void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_sig
             if (!header[Q8_DW3_REST]) return;
         }
     }
+    // The AVX2 variants' plain requantization (see ck_q8_mark_plain) per block: the accumulator,
+    // bias + sum (x - zx)(w - zw) whatever order its terms are added in, stays below 2^29.
+    const int32_t zx_fits = is_signed ? (input_zero_point >= -128 && input_zero_point <= 127)
+                                      : (input_zero_point >= 0 && input_zero_point <= 255);
+    q8_plain_begin(params, C);
     for (int32_t c = 0; c < C; c++) {
         uint32_t sum = 0;
+        int64_t magnitude = 0;
         for (int32_t t = 0; t < taps; t++) {
             int32_t *w = packed + (size_t)t * cp + c;
             sum += (uint32_t)*w;
+            magnitude += *w < 0 ? -(int64_t)*w : (int64_t)*w;
             *w = (int32_t)(uint32_t)(uint16_t)(int16_t)*w;
         }
-        int32_t *bias = params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + c % CK_Q8_NR;
-        *bias = (int32_t)((uint32_t)*bias - (uint32_t)input_zero_point * sum);
+        int32_t *block = params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
+        const int32_t j = c % CK_Q8_NR;
+        const int64_t bound = (block[j] < 0 ? -(int64_t)block[j] : (int64_t)block[j]) + 255 * magnitude;
+        if (!zx_fits || block[32 + j] != 0 || block[160 + j] != 0 || block[48 + j] < 1 || block[48 + j] > 22 ||
+            bound >= (INT64_C(1) << 29))
+            block[Q8_PLAIN] = 0;
+        block[j] = (int32_t)((uint32_t)block[j] - (uint32_t)input_zero_point * sum);
     }
 }
 
@@ -2361,11 +2504,15 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     (void)isa;
 #endif
     int32_t in_off[Q8_MAX_TAPS], w_off[Q8_MAX_TAPS];
+    q8_dw_args a;
+    a.rqp = NULL;
+#if CK_X86
+    if (isa >= CK_ISA_AVX2 && isa < CK_ISA_AVX512) a.rqp = q8_rqp_avx2_variant(out);
+#endif
     // AVX2 and AVX-512 variants: a window inside the image reads base + interior_addr[t] (byte offsets of
     // the taps from its top-left pixel); others the addresses of border_addr (tap_base 0).
     uintptr_t interior_addr[Q8_MAX_TAPS], border_addr[Q8_MAX_TAPS];
     int32_t interior_steps[Q8_MAX_TAPS], border_steps[Q8_MAX_TAPS];
-    q8_dw_args a;
     a.g = g;
     a.input = (const uint8_t *)input;
     a.input_zero_point = input_zero_point;

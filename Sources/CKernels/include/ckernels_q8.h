@@ -76,6 +76,13 @@ size_t ck_conv_q8_packed_count(const ck_conv_geometry *g);
 void ck_conv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                      int32_t filter_zero_point, int16_t *packed);
 
+/// Marks the blocks of `params` (filled by ck_q8_params_pack for g->out_c channels; biases as the
+/// int16 path and ck_conv_q8_c3s2 add them) whose shorter exact requantization applies: no left
+/// shift, the output zero point folded, a right shift of 1-22, both zero points inside the type's
+/// range and |bias| + 255 * sum |w - zw| below 2^29 (so any input keeps the accumulator there).
+void ck_q8_mark_plain(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point,
+                      int32_t input_zero_point, int32_t *params);
+
 /// Computes output pixels [pixel_begin, pixel_end) and channel blocks [block_begin, block_end)
 /// of one image. `input` is the image converted by ck_q8_convert_input; `zeros` holds at least
 /// ck_q8_padded_channels(in_c) zeros; `output` holds uint8 or int8 values [out_h*out_w][out_c].

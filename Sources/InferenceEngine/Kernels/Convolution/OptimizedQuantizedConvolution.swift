@@ -176,6 +176,9 @@ struct OptimizedQuantizedConvKernel: Kernel {
         } else {
             let count = ck_conv_q8_packed_count(&g)
             packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
+            params.withUnsafeMutableBufferPointer { p in
+                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
+            }
             packed8 = none8
             firstLayer = nil
             rowPath = false
