@@ -258,8 +258,10 @@ typedef struct {
     const int32_t *params;
     const ck_q8_output *out;
     uint8_t *c;
-    /// The AVX2 tiles' plain requantization for blocks flagged Q8_PLAIN (NULL: never).
+    /// The AVX2 tiles' plain requantization for blocks flagged Q8_PLAIN (NULL: never), and its
+    /// variant number (q8_rqp_avx2_variant_number).
     q8_rqp_avx2_fn rqp;
+    int32_t rqv;
 } q8_tile_args;
 
 // ---- portable ----
@@ -400,6 +402,8 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_rows_avx2_body(const int V, const __m256i *
                                                     int32_t n) {
     const q8_rqp_avx2_half k0 = q8_rqp_avx2_load(p, 0), k1 = q8_rqp_avx2_load(p, 1);
     const __m256i lo = _mm256_set1_epi32(o->act_min), hi = _mm256_set1_epi32(o->act_max);
+    // (unrolled where mr is a constant: the tiles' accumulators then stay in registers)
+    Q8_UNROLL
     for (int32_t m = 0; m < mr; m += 2) {
         const int two = m + 1 < mr;
         __m256i q[4];
@@ -417,7 +421,13 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_rows_avx2_body(const int V, const __m256i *
     Q8_TARGET_AVX2 static void q8_rqp_rows_avx2_##V(const void *acc0, const void *acc1, int32_t mr,       \
                                                     const int32_t *p, const ck_q8_output *o, uint8_t *c,  \
                                                     size_t ldc, int32_t n) {                              \
-        q8_rqp_rows_avx2_body(V, (const __m256i *)acc0, (const __m256i *)acc1, mr, p, o, c, ldc, n);      \
+        const __m256i *a0 = (const __m256i *)acc0, *a1 = (const __m256i *)acc1;                          \
+        switch (mr) {                                                                                     \
+        case 4: q8_rqp_rows_avx2_body(V, a0, a1, 4, p, o, c, ldc, n); break;                              \
+        case 3: q8_rqp_rows_avx2_body(V, a0, a1, 3, p, o, c, ldc, n); break;                              \
+        case 2: q8_rqp_rows_avx2_body(V, a0, a1, 2, p, o, c, ldc, n); break;                              \
+        default: q8_rqp_rows_avx2_body(V, a0, a1, 1, p, o, c, ldc, n); break;                             \
+        }                                                                                                 \
     }
 Q8_RQP_AVX2_VARIANT(0) Q8_RQP_AVX2_VARIANT(1) Q8_RQP_AVX2_VARIANT(2) Q8_RQP_AVX2_VARIANT(3)
 Q8_RQP_AVX2_VARIANT(4) Q8_RQP_AVX2_VARIANT(5) Q8_RQP_AVX2_VARIANT(6) Q8_RQP_AVX2_VARIANT(7)
@@ -464,6 +474,17 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args
         }
     }
     if (a->rqp && a->params[Q8_PLAIN]) {
+        // The constants' loads must not move above the loop (their registers would spill there):
+        // read through a pointer that depends on the final accumulators.
+        const int32_t *p = a->params;
+        __asm__("" : "+r"(p) : "x"(acc0[0]), "x"(acc1[0]));
+        switch (a->rqv) {
+        case 0: q8_rqp_rows_avx2_body(0, acc0, acc1, MR, p, a->out, a->c, (size_t)a->ldc, a->nr); return;
+        case 1: q8_rqp_rows_avx2_body(1, acc0, acc1, MR, p, a->out, a->c, (size_t)a->ldc, a->nr); return;
+        case 8: q8_rqp_rows_avx2_body(8, acc0, acc1, MR, p, a->out, a->c, (size_t)a->ldc, a->nr); return;
+        case 9: q8_rqp_rows_avx2_body(9, acc0, acc1, MR, p, a->out, a->c, (size_t)a->ldc, a->nr); return;
+        default: break;
+        }
         // Out of line (inlining the common variants measured 15% slower on tf2_mobilenet_v2), on
         // copies so the accumulators' addresses never escape (they stay in registers).
         __m256i copy0[4], copy1[4];
@@ -723,6 +744,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     a.ldc = g->out_c;
     a.out = out;
     a.rqp = rqp;
+    a.rqv = rqp ? q8_rqp_avx2_variant_number(out) : -1;
     uint8_t *dst = (uint8_t *)output;
     int32_t p = pixel_begin;
     while (p < pixel_end) {
