@@ -1721,8 +1721,10 @@ typedef struct {
     /// The first channel the AVX-512 variants compute (a multiple of 64; the 3x3 variant has done
     /// the ones before).
     int32_t c_begin;
-    /// The AVX2 variants' plain requantization for blocks flagged Q8_PLAIN (NULL: never).
+    /// The AVX2 variants' plain requantization for blocks flagged Q8_PLAIN (NULL: never), and its
+    /// variant number (q8_rqp_avx2_variant_number).
     q8_rqp_avx2_fn rqp;
+    int32_t rqv;
 } q8_dw_args;
 
 Q8_INLINE void q8_dw_portable_body(const int SIGNED, const q8_dw_args *a) {
@@ -1804,7 +1806,17 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NV, c
         __m256i acc0[4], acc1[4];
         Q8_UNROLL
         for (int q = 0; q < PX; q++) { acc0[q] = acc[q][0]; acc1[q] = acc[q][NV - 1]; }
-        a->rqp(acc0, acc1, PX, p, a->out, a->dst + c0, (size_t)C, 8 * (NV - 1) + (TAIL ? last : 8));
+        const int32_t n = 8 * (NV - 1) + (TAIL ? last : 8);
+        // Full groups inline the variants of an output of the input's type without a clamp
+        // inside its range (as the GEMM tile; constants read after the loop).
+        if (!TAIL && (a->rqv & ~1) == (SIGNED ? 8 : 0)) {
+            const int32_t *pp = p;
+            __asm__("" : "+r"(pp) : "x"(acc0[0]), "x"(acc1[0]));
+            if (a->rqv & 1) q8_rqp_rows_avx2_body(SIGNED ? 9 : 1, acc0, acc1, PX, pp, a->out, a->dst + c0, (size_t)C, n);
+            else q8_rqp_rows_avx2_body(SIGNED ? 8 : 0, acc0, acc1, PX, pp, a->out, a->dst + c0, (size_t)C, n);
+            return;
+        }
+        a->rqp(acc0, acc1, PX, p, a->out, a->dst + c0, (size_t)C, n);
         return;
     }
     const __m256i lowbyte = _mm256_set1_epi32(0xFF);
@@ -2554,8 +2566,12 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     int32_t in_off[Q8_MAX_TAPS], w_off[Q8_MAX_TAPS];
     q8_dw_args a;
     a.rqp = NULL;
+    a.rqv = -1;
 #if CK_X86
-    if (isa >= CK_ISA_AVX2 && isa < CK_ISA_AVX512) a.rqp = q8_rqp_avx2_variant(out);
+    if (isa >= CK_ISA_AVX2 && isa < CK_ISA_AVX512) {
+        a.rqp = q8_rqp_avx2_variant(out);
+        a.rqv = q8_rqp_avx2_variant_number(out);
+    }
 #endif
     // AVX2 and AVX-512 variants: a window inside the image reads base + interior_addr[t] (byte offsets of
     // the taps from its top-left pixel); others the addresses of border_addr (tap_base 0).
