@@ -799,11 +799,46 @@ typedef struct {
     const ck_q8_output *out;
     uint8_t *output;
     int32_t out_c;
+    int32_t rqv; ///< q8_rqp_avx2_variant_number(out)
 } q8_c3s2_context;
+
+/// q8_c3s2_epilogue's plain requantization (variant V) of n pixels' 8 channels from oc0.
+Q8_TARGET_AVX2 Q8_INLINE void q8_c3s2_plain(const int V, const q8_c3s2_context *c, const int32_t *block, const float *px,
+                                            int32_t n, size_t pixel, int32_t oc0) {
+    const int32_t h = (oc0 % CK_Q8_NR) / 8;
+    const q8_rqp_avx2_half k = q8_rqp_avx2_load(block, h);
+    const __m256i bias = _mm256_loadu_si256((const __m256i *)(block + 8 * h));
+    const __m256i lo = _mm256_set1_epi32(c->out->act_min), hi = _mm256_set1_epi32(c->out->act_max);
+    for (int32_t i = 0; i < n; i++) {
+        const __m256i sum = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_loadu_ps(px + 8 * i)), bias);
+        const __m256i q = q8_rqp_avx2(V, sum, &k, lo, hi);
+        const __m128i s16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        const __m128i b = (V & 8) ? _mm_packs_epi16(s16, s16) : _mm_packus_epi16(s16, s16);
+        _mm_storel_epi64((__m128i *)(c->output + (pixel + (size_t)i) * (size_t)c->out_c + oc0), b);
+    }
+}
 
 Q8_TARGET_AVX2 static void q8_c3s2_epilogue(const void *context, const float *px, int32_t n, size_t pixel, int32_t oc0) {
     const q8_c3s2_context *c = (const q8_c3s2_context *)context;
-    const int32_t *p = c->params + (size_t)(oc0 / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK + oc0 % CK_Q8_NR;
+    const int32_t *block = c->params + (size_t)(oc0 / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
+    if (block[Q8_PLAIN]) {
+        // The plain requantization, inlined for the variants of real first layers (no clamp, a
+        // ReLU's max, ReLU6's max and min); a min alone takes the general form.
+        switch (c->rqv) {
+        case 0: q8_c3s2_plain(0, c, block, px, n, pixel, oc0); return;
+        case 1: q8_c3s2_plain(1, c, block, px, n, pixel, oc0); return;
+        case 2: q8_c3s2_plain(2, c, block, px, n, pixel, oc0); return;
+        case 3: q8_c3s2_plain(3, c, block, px, n, pixel, oc0); return;
+        case 6: q8_c3s2_plain(6, c, block, px, n, pixel, oc0); return;
+        case 7: q8_c3s2_plain(7, c, block, px, n, pixel, oc0); return;
+        case 8: q8_c3s2_plain(8, c, block, px, n, pixel, oc0); return;
+        case 9: q8_c3s2_plain(9, c, block, px, n, pixel, oc0); return;
+        case 14: q8_c3s2_plain(14, c, block, px, n, pixel, oc0); return;
+        case 15: q8_c3s2_plain(15, c, block, px, n, pixel, oc0); return;
+        default: break;
+        }
+    }
+    const int32_t *p = block + oc0 % CK_Q8_NR;
     const __m256i bias = _mm256_loadu_si256((const __m256i *)p), lowbyte = _mm256_set1_epi32(0xFF);
     for (int32_t i = 0; i < n; i++) {
         const __m256i sum = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_loadu_ps(px + 8 * i)), bias);
@@ -820,7 +855,7 @@ void ck_conv_q8_c3s2(int32_t isa, const ck_conv_geometry *g, const void *input, 
 #if CK_X86
     if (!ck_conv_q8_c3s2_supported(isa, g)) return;
     const c3s2_source image = {input, is_signed ? CK_C3S2_INT8 : CK_C3S2_UINT8, input_zero_point};
-    const q8_c3s2_context context = {params, out, (uint8_t *)output, g->out_c};
+    const q8_c3s2_context context = {params, out, (uint8_t *)output, g->out_c, q8_rqp_avx2_variant_number(out)};
     ck_c3s2_rows_avx2(g, &image, packed, NULL, 0.0f, 0.0f, NULL, q8_c3s2_epilogue, &context, row_begin, row_end);
 #else
     (void)isa; (void)g; (void)input; (void)is_signed; (void)input_zero_point; (void)packed; (void)params; (void)out; (void)output;

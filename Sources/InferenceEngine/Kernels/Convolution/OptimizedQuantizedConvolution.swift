@@ -142,6 +142,9 @@ struct OptimizedQuantizedConvKernel: Kernel {
         if !bytePath, zeroPointsFit, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
             let count = ck_conv_q8_c3s2_packed_count(&g)
             firstLayer = PackedBuffer(count: count) { ck_conv_q8_c3s2_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
+            params.withUnsafeMutableBufferPointer { p in
+                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
+            }
             packed16 = none16
             packed8 = none8
             rowPath = false
