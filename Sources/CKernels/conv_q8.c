@@ -156,24 +156,81 @@ size_t ck_conv_q8_packed_count(const ck_conv_geometry *g) {
     return blocks * CK_Q8_NR * taps * (size_t)ck_q8_padded_channels(g->in_c);
 }
 
-void ck_conv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+#if CK_X86
+/// ck_conv_q8_pack's values of the first `chunks` * 16 input channels of one tap of a full block:
+/// 16 bytes of each of the block's 16 filter rows (`rows[j]`) widened to int16 minus the zero
+/// point, i.e. 8 input pairs (dwords) per row, then two 8 x 8 dword transposes make each pair's 16
+/// channels (64 bytes) one run of the layout.
+Q8_TARGET_AVX2 static void q8_pack_chunks_avx2(const uint8_t *const *rows, int32_t is_signed, int32_t zero_point,
+                                               int32_t chunks, int16_t *dst) {
+    const __m256i z = _mm256_set1_epi16((short)zero_point);
+    for (int32_t c = 0; c < chunks; c++) {
+        for (int half = 0; half < 2; half++) {
+            __m256i r[8];
+            for (int j = 0; j < 8; j++) {
+                const __m128i x = _mm_loadu_si128((const __m128i *)(rows[8 * half + j] + 16 * (size_t)c));
+                r[j] = _mm256_sub_epi16(is_signed ? _mm256_cvtepi8_epi16(x) : _mm256_cvtepu8_epi16(x), z);
+            }
+            // 8 x 8 transpose of dwords: t[p] = pair p of rows 0-7 (of this half).
+            const __m256i a0 = _mm256_unpacklo_epi32(r[0], r[1]), a1 = _mm256_unpackhi_epi32(r[0], r[1]);
+            const __m256i a2 = _mm256_unpacklo_epi32(r[2], r[3]), a3 = _mm256_unpackhi_epi32(r[2], r[3]);
+            const __m256i a4 = _mm256_unpacklo_epi32(r[4], r[5]), a5 = _mm256_unpackhi_epi32(r[4], r[5]);
+            const __m256i a6 = _mm256_unpacklo_epi32(r[6], r[7]), a7 = _mm256_unpackhi_epi32(r[6], r[7]);
+            const __m256i b0 = _mm256_unpacklo_epi64(a0, a2), b1 = _mm256_unpackhi_epi64(a0, a2);
+            const __m256i b2 = _mm256_unpacklo_epi64(a1, a3), b3 = _mm256_unpackhi_epi64(a1, a3);
+            const __m256i b4 = _mm256_unpacklo_epi64(a4, a6), b5 = _mm256_unpackhi_epi64(a4, a6);
+            const __m256i b6 = _mm256_unpacklo_epi64(a5, a7), b7 = _mm256_unpackhi_epi64(a5, a7);
+            const __m256i t[8] = {
+                _mm256_permute2x128_si256(b0, b4, 0x20), _mm256_permute2x128_si256(b1, b5, 0x20),
+                _mm256_permute2x128_si256(b2, b6, 0x20), _mm256_permute2x128_si256(b3, b7, 0x20),
+                _mm256_permute2x128_si256(b0, b4, 0x31), _mm256_permute2x128_si256(b1, b5, 0x31),
+                _mm256_permute2x128_si256(b2, b6, 0x31), _mm256_permute2x128_si256(b3, b7, 0x31)};
+            for (int p = 0; p < 8; p++)
+                _mm256_storeu_si256((__m256i *)(dst + (size_t)(8 * c + p) * 2 * CK_Q8_NR + 16 * half), t[p]);
+        }
+    }
+}
+#endif
+
+void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                      int32_t filter_zero_point, int16_t *packed) {
     // Layout: [block][tap][input pair][16 channels][2]; each output channel's filter row is read in
     // order (a block's packed values, at most taps * kp * 16, stay in cache while its 16 rows fill
-    // them), the padding (channels past out_c, the odd input channel) zero.
+    // them), the padding (channels past out_c, the odd input channel) zero. With AVX2, full blocks
+    // take their first 16 * floor(in_c / 16) input channels 16 x 16 at a time (q8_pack_chunks_avx2:
+    // 1x1 layers of 320-1280 channels 0.85 -> 0.14-0.19 ns per weight, in cache); the same values as
+    // the plain loop, which a zero point outside the type's range keeps (its int16 truncation).
     const int32_t taps = g->k_h * g->k_w, k = g->in_c, kp = ck_q8_padded_channels(k);
     const int32_t blocks = (g->out_c + CK_Q8_NR - 1) / CK_Q8_NR;
     const size_t block_values = (size_t)taps * (size_t)kp * CK_Q8_NR;
     const uint8_t *fu = (const uint8_t *)filter;
     const int8_t *fs = (const int8_t *)filter;
     memset(packed, 0, (size_t)blocks * block_values * sizeof(int16_t));
+    int32_t chunks = 0;
+#if !CK_X86
+    (void)isa;
+#else
+    const int32_t zp_fits = is_signed ? (filter_zero_point >= -128 && filter_zero_point <= 127)
+                                      : (filter_zero_point >= 0 && filter_zero_point <= 255);
+    if (zp_fits && isa >= CK_ISA_AVX2) chunks = k / 16;
+    for (int32_t b = 0; chunks > 0 && b < g->out_c / CK_Q8_NR; b++) {
+        for (int32_t t = 0; t < taps; t++) {
+            const uint8_t *rows[CK_Q8_NR];
+            for (int32_t j = 0; j < CK_Q8_NR; j++) rows[j] = fu + ((size_t)(b * CK_Q8_NR + j) * taps + t) * k;
+            q8_pack_chunks_avx2(rows, is_signed, filter_zero_point, chunks,
+                                packed + (size_t)b * block_values + (size_t)t * kp * CK_Q8_NR);
+        }
+    }
+#endif
+    const int32_t full_blocks_end = chunks > 0 ? g->out_c / CK_Q8_NR * CK_Q8_NR : 0;
     for (int32_t oc = 0; oc < g->out_c; oc++) {
         const int32_t b = oc / CK_Q8_NR, j = oc % CK_Q8_NR;
         int16_t *block = packed + (size_t)b * block_values;
+        const int32_t first = oc < full_blocks_end ? 16 * chunks : 0;
         for (int32_t t = 0; t < taps; t++) {
             const size_t row = ((size_t)oc * taps + t) * k;
             int16_t *dst = block + (size_t)t * kp * CK_Q8_NR + (size_t)j * 2;
-            for (int32_t i = 0; i < k; i++) {
+            for (int32_t i = first; i < k; i++) {
                 const int32_t v = (is_signed ? (int32_t)fs[row + i] : (int32_t)fu[row + i]) - filter_zero_point;
                 dst[(size_t)(i / 2) * 2 * CK_Q8_NR + (i & 1)] = (int16_t)v;
             }

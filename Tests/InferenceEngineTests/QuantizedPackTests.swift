@@ -2,10 +2,41 @@ import CKernels
 import TestSupport
 import XCTest
 
-/// The byte-path weight packing (ck_conv_q8b_pack) gathers each 64-byte line with AVX-512 and sums
+/// The int16 weight packing (ck_conv_q8_pack) transposes 16 × 16 bytes at a time with AVX2; the byte-path weight packing (ck_conv_q8b_pack) gathers each 64-byte line with AVX-512 and sums
 /// the operands in vector registers where the CPU has AVX-512; the packed bytes, the folded biases
 /// and the short-requantization flags must be exactly those of the plain C packing.
 final class QuantizedPackTests: XCTestCase {
+    /// Full blocks and chunks of 16 input channels take the AVX2 transposes, the rest (partial
+    /// blocks, channels past the last chunk) the plain loop; a zero point outside the type's range
+    /// keeps the plain loop throughout. Every packed value must be the plain C packing's.
+    func testTransposedInt16PackingIsThePlainPacking() throws {
+        let best = ck_best_isa()
+        guard best >= Int32(CK_ISA_AVX2) else { throw XCTSkip("no AVX2 on this CPU: only the plain C packing runs") }
+        var random = SeededGenerator(seed: 31)
+        // (out_c, in_c, k): one chunk, chunks plus a tail, fewer than 16 channels, block tails, 3×3 taps.
+        let shapes = [(16, 16, 1), (32, 40, 1), (17, 33, 1), (40, 7, 3), (48, 96, 3), (5, 64, 1), (160, 960, 1)]
+        for (outputChannels, inputChannels, k) in shapes {
+            for (isSigned, filterZeroPoint) in [(Int32(0), Int32(131)), (1, 0), (1, -7), (0, 300), (1, 200)] {
+                var g = ck_conv_geometry(in_h: 6, in_w: 6, in_c: Int32(inputChannels), out_h: 6, out_w: 6, out_c: Int32(outputChannels),
+                                         k_h: Int32(k), k_w: Int32(k), stride_h: 1, stride_w: 1, dil_h: 1, dil_w: 1,
+                                         pad_top: Int32(k / 2), pad_left: Int32(k / 2))
+                let filter = (0..<outputChannels * k * k * inputChannels).map { _ in UInt8.random(in: 0...255, using: &random) }
+                let count = ck_conv_q8_packed_count(&g)
+                func pack(_ isa: Int32) -> [Int16] {
+                    var packed = [Int16](repeating: 0x55, count: count)
+                    filter.withUnsafeBytes { f in ck_conv_q8_pack(isa, &g, f.baseAddress, isSigned, filterZeroPoint, &packed) }
+                    return packed
+                }
+                let plain = pack(Int32(CK_ISA_PORTABLE)), transposed = pack(Int32(CK_ISA_AVX2))
+                let difference = plain.indices.first { transposed[$0] != plain[$0] }
+                XCTAssertNil(difference, "out_c \(outputChannels) in_c \(inputChannels) k \(k) signed \(isSigned) zw \(filterZeroPoint): first difference at value \(difference ?? -1) of \(count)")
+                // The packing's own first value, read back: filter[0] - zw (int8 or uint8).
+                let first = isSigned == 1 ? Int(Int8(bitPattern: filter[0])) : Int(filter[0])
+                XCTAssertEqual(Int(plain[0]), Int(Int16(truncatingIfNeeded: first - Int(filterZeroPoint))))
+            }
+        }
+    }
+
     func testGatheredPackingIsThePlainPacking() throws {
         let best = ck_best_isa()
         guard best >= Int32(CK_ISA_AVX512) else { throw XCTSkip("no AVX-512 on this CPU: only the plain C packing runs") }

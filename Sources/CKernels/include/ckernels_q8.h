@@ -72,8 +72,9 @@ void ck_q8_convert_input(const void *input, int32_t is_signed, int32_t zero_poin
 size_t ck_conv_q8_packed_count(const ck_conv_geometry *g);
 
 /// Packs filter [out_c][k_h][k_w][in_c] of uint8 (`is_signed` = 0) or int8 values minus
-/// `filter_zero_point` into `packed` (ck_conv_q8_packed_count values).
-void ck_conv_q8_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed,
+/// `filter_zero_point` into `packed` (ck_conv_q8_packed_count values). `isa` picks how (AVX2
+/// transposes or plain C); the packed values are the same either way.
+void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter, int32_t is_signed,
                      int32_t filter_zero_point, int16_t *packed);
 
 /// Marks the blocks of `params` (filled by ck_q8_params_pack for g->out_c channels; biases as the

@@ -178,7 +178,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
             sumsBytes = inPlace ? 0 : ConvolutionSupport.align(imagePixels * 4)
         } else {
             let count = ck_conv_q8_packed_count(&g)
-            packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
+            packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
             params.withUnsafeMutableBufferPointer { p in
                 if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
             }
