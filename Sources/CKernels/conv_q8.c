@@ -776,6 +776,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     int32_t sizes[4] = {4, 1, 0, 0};
     int32_t kinds = 2;
     q8_rqp_avx2_fn rqp = NULL;
+    int32_t rqv = -1;
 #if CK_X86
     // AVX-512-VNNI uses the AVX-512 tile: on Zen 4, vpdpwssd measured 10-20% slower than
     // vpmaddwd + vpaddd for these tiles.
@@ -786,6 +787,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
         tiles[0] = q8_tile_avx2_4; tiles[1] = q8_tile_avx2_2; tiles[2] = q8_tile_avx2_1;
         sizes[0] = 4; sizes[1] = 2; sizes[2] = 1; kinds = 3;
         rqp = q8_rqp_avx2_variant(out);
+        rqv = q8_rqp_avx2_variant_number(out);
     }
 #else
     (void)isa;
@@ -801,7 +803,7 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
     a.ldc = g->out_c;
     a.out = out;
     a.rqp = rqp;
-    a.rqv = rqp ? q8_rqp_avx2_variant_number(out) : -1;
+    a.rqv = rqv;
     uint8_t *dst = (uint8_t *)output;
     int32_t p = pixel_begin;
     while (p < pixel_end) {
