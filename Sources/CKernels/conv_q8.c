@@ -453,7 +453,8 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_store_avx2(const int SIGNED, const __m256i 
 }
 
 /// Requantizes and stores `mr` rows of one block's accumulators with the plain requantization,
-/// variant V (see q8_rqp_avx2; bit 3 int8 output). Out of line: one copy per variant.
+/// variant V (see q8_rqp_avx2; bit 3 int8 output). Inlined by the tiles for their common variants,
+/// and out of line (q8_rqp_rows_avx2_V) for every variant.
 Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_rows_avx2_body(const int V, const __m256i *acc0, const __m256i *acc1, int32_t mr,
                                                     const int32_t *p, const ck_q8_output *o, uint8_t *c, size_t ldc,
                                                     int32_t n) {
@@ -542,8 +543,8 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args
         case 9: q8_rqp_rows_avx2_body(9, acc0, acc1, MR, p, a->out, a->c, (size_t)a->ldc, a->nr); return;
         default: break;
         }
-        // Out of line (inlining the common variants measured 15% slower on tf2_mobilenet_v2), on
-        // copies so the accumulators' addresses never escape (they stay in registers).
+        // The other variants out of line, on copies so the accumulators' addresses never escape
+        // (passing the accumulators themselves kept them in memory through the K loop).
         __m256i copy0[4], copy1[4];
         Q8_UNROLL
         for (int m = 0; m < MR; m++) { copy0[m] = acc0[m]; copy1[m] = acc1[m]; }
