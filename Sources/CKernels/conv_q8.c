@@ -24,6 +24,12 @@
 
 static inline int32_t q8_min(int32_t a, int32_t b) { return a < b ? a : b; }
 
+/// Whether zero point zp lies inside the range of int8 (is_signed) or uint8 values, so that
+/// |v - zp| <= 255 for every value v of the type.
+static inline int32_t q8_zero_point_fits(int32_t is_signed, int32_t zp) {
+    return is_signed ? (zp >= -128 && zp <= 127) : (zp >= 0 && zp <= 255);
+}
+
 /// Index in a block of ck_q8_params_pack of the flag (set by ck_conv_q8b_pack and ck_conv_q8r_pack)
 /// saying the plain requantization q8_rqp_rows applies to the block.
 #define Q8_PLAIN 178
@@ -210,9 +216,7 @@ void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter,
 #if !CK_X86
     (void)isa;
 #else
-    const int32_t zp_fits = is_signed ? (filter_zero_point >= -128 && filter_zero_point <= 127)
-                                      : (filter_zero_point >= 0 && filter_zero_point <= 255);
-    if (zp_fits && isa >= CK_ISA_AVX2) chunks = k / 16;
+    if (q8_zero_point_fits(is_signed, filter_zero_point) && isa >= CK_ISA_AVX2) chunks = k / 16;
     for (int32_t b = 0; chunks > 0 && b < g->out_c / CK_Q8_NR; b++) {
         for (int32_t t = 0; t < taps; t++) {
             const uint8_t *rows[CK_Q8_NR];
@@ -965,6 +969,14 @@ static inline uint32_t q8b_row_coefficient(int32_t is_signed, int32_t filter_zer
     return is_signed ? (uint32_t)(-(128 + filter_zero_point)) : (uint32_t)(128 - filter_zero_point);
 }
 
+/// Clears the Q8_PLAIN flag of block p unless its lane j's parameters allow the plain
+/// requantization: no left shift, the output zero point folded, 1 <= r <= 22, |x - zx| <= 255
+/// (`zx_fits`) and `bound`, the accumulator's largest magnitude for any input, below 2^29.
+static void q8_plain_check(int32_t *p, int32_t j, int32_t zx_fits, int64_t bound) {
+    if (!zx_fits || p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29))
+        p[Q8_PLAIN] = 0;
+}
+
 /// Clears the Q8_PLAIN flag of output channel oc's block unless the plain requantization (see
 /// q8_rqp) applies to it: no left shift, the output zero point folded, 1 <= r <= 22, and |bias| +
 /// 255 * sum |w - zw| (bounding the accumulator for any input) below 2^29. The flag is set per block
@@ -975,12 +987,8 @@ static void q8_plain_lane(int32_t *params, int32_t oc, int32_t bias, const void 
     const int32_t j = oc % CK_Q8_NR;
     // |x - zx| <= 255 (the bound's factor) needs the input zero point inside the type's range, and
     // sum |w - zw| <= 255 * K the filter's: then only a long reduction needs the pass over its weights.
-    const int32_t zx_fits = is_signed ? (input_zero_point >= -128 && input_zero_point <= 127)
-                                      : (input_zero_point >= 0 && input_zero_point <= 255);
-    const int32_t zw_fits = is_signed ? (filter_zero_point >= -128 && filter_zero_point <= 127)
-                                      : (filter_zero_point >= 0 && filter_zero_point <= 255);
     uint64_t magnitude = 255 * (uint64_t)K;
-    if (zw_fits && (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude < (INT64_C(1) << 29)) {
+    if (q8_zero_point_fits(is_signed, filter_zero_point) && (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)magnitude < (INT64_C(1) << 29)) {
         // the bound holds for any weights
     } else if (is_signed) {
         magnitude = 0;
@@ -998,8 +1006,7 @@ static void q8_plain_lane(int32_t *params, int32_t oc, int32_t bias, const void 
         }
     }
     const int64_t bound = (bias < 0 ? -(int64_t)bias : (int64_t)bias) + 255 * (int64_t)(magnitude < (UINT64_C(1) << 40) ? magnitude : (UINT64_C(1) << 40));
-    if (!zx_fits || p[32 + j] != 0 || p[160 + j] != 0 || p[48 + j] < 1 || p[48 + j] > 22 || bound >= (INT64_C(1) << 29))
-        p[Q8_PLAIN] = 0;
+    q8_plain_check(p, j, q8_zero_point_fits(is_signed, input_zero_point), bound);
 }
 
 /// Sets the Q8_PLAIN flag of every block of `channels` (cleared by q8_plain_lane where it does not apply).
@@ -2612,8 +2619,7 @@ void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_sig
     }
     // The AVX2 variants' plain requantization (see ck_q8_mark_plain) per block: the accumulator,
     // bias + sum (x - zx)(w - zw) whatever order its terms are added in, stays below 2^29.
-    const int32_t zx_fits = is_signed ? (input_zero_point >= -128 && input_zero_point <= 127)
-                                      : (input_zero_point >= 0 && input_zero_point <= 255);
+    const int32_t zx_fits = q8_zero_point_fits(is_signed, input_zero_point);
     q8_plain_begin(params, C);
     for (int32_t c = 0; c < C; c++) {
         uint32_t sum = 0;
@@ -2626,10 +2632,7 @@ void ck_dwconv_q8_prepare(int32_t isa, const ck_conv_geometry *g, int32_t is_sig
         }
         int32_t *block = params + (size_t)(c / CK_Q8_NR) * CK_Q8_PARAMS_PER_BLOCK;
         const int32_t j = c % CK_Q8_NR;
-        const int64_t bound = (block[j] < 0 ? -(int64_t)block[j] : (int64_t)block[j]) + 255 * magnitude;
-        if (!zx_fits || block[32 + j] != 0 || block[160 + j] != 0 || block[48 + j] < 1 || block[48 + j] > 22 ||
-            bound >= (INT64_C(1) << 29))
-            block[Q8_PLAIN] = 0;
+        q8_plain_check(block, j, zx_fits, (block[j] < 0 ? -(int64_t)block[j] : (int64_t)block[j]) + 255 * magnitude);
         block[j] = (int32_t)((uint32_t)block[j] - (uint32_t)input_zero_point * sum);
     }
 }

@@ -134,6 +134,13 @@ struct OptimizedQuantizedConvKernel: Kernel {
             }
             return packed ? buffer : nil
         }
+        /// Marks the blocks whose shorter exact requantization applies (the int16 path and the first
+        /// layers; the byte path's packing marks its own).
+        func markPlainRequantization() {
+            params.withUnsafeMutableBufferPointer { p in
+                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
+            }
+        }
         let none16 = PackedBuffer<Int16>(count: 0) { _ in }, none8 = PackedBuffer<Int8>(count: 0) { _ in }
         // The first-layer kernel's float sums are exact while |x − zero point| and |w − zero point|
         // stay within 255: zero points inside the type's range (real models' always are).
@@ -142,9 +149,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         if !bytePath, zeroPointsFit, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
             let count = ck_conv_q8_c3s2_packed_count(&g)
             firstLayer = PackedBuffer(count: count) { ck_conv_q8_c3s2_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
-            params.withUnsafeMutableBufferPointer { p in
-                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
-            }
+            markPlainRequantization()
             packed16 = none16
             packed8 = none8
             rowPath = false
@@ -179,9 +184,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         } else {
             let count = ck_conv_q8_packed_count(&g)
             packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
-            params.withUnsafeMutableBufferPointer { p in
-                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
-            }
+            markPlainRequantization()
             packed8 = none8
             firstLayer = nil
             rowPath = false
