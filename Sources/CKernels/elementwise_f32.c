@@ -525,6 +525,43 @@ static void resize_row_avx512(const float *r0, const float *r1, int32_t in_w, in
 }
 #endif
 
+#if CK_X86
+/// resize_row_avx512's blended-row form on 8 lanes (the same operations, so the same values; the
+/// channels past the last multiple of 8 with the scalar fmaf, one rounding as the instruction);
+/// rows too wide for the buffer take resize_row_fma. selfie_segmentation_landscape's 36 × 64 → 72
+/// × 128 resize of 16 channels (0.6 MB of output): see docs/PERFORMANCE.md, session 14.
+CK_TARGET_AVX2
+static void resize_row_avx2(const float *r0, const float *r1, int32_t in_w, int32_t C, float *out, int32_t out_w, float dy,
+                            const int32_t *x0, const int32_t *x1, const float *xs) {
+    float blend[CK_RESIZE_BLEND] __attribute__((aligned(32)));
+    const int32_t span = C > 0 ? CK_RESIZE_BLEND / C : 0;
+    if (in_w > span) {
+        resize_row_fma(r0, r1, C, out, out_w, dy, x0, x1, xs);
+        return;
+    }
+    const __m256 vdy = _mm256_set1_ps(dy);
+    const int32_t n = in_w * C, full = C & ~7;
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v0 = _mm256_loadu_ps(r0 + i), v1 = _mm256_loadu_ps(r1 + i);
+        _mm256_store_ps(blend + i, _mm256_fmadd_ps(_mm256_sub_ps(v1, v0), vdy, v0));
+    }
+    for (; i < n; i++) blend[i] = resize_lerp(r0[i], r1[i], dy);
+    for (int32_t x = 0; x < out_w; x++) {
+        const float fdx = xs[x] - (float)x0[x];
+        const __m256 dx = _mm256_set1_ps(fdx);
+        const float *t0 = blend + (size_t)x0[x] * C, *t1 = blend + (size_t)x1[x] * C;
+        float *o = out + (size_t)x * C;
+        int32_t c = 0;
+        for (; c < full; c += 8) {
+            const __m256 u = _mm256_loadu_ps(t0 + c), v = _mm256_loadu_ps(t1 + c);
+            _mm256_storeu_ps(o + c, _mm256_fmadd_ps(_mm256_sub_ps(v, u), dx, u));
+        }
+        for (; c < C; c++) o[c] = resize_lerp(t0[c], t1[c], fdx);
+    }
+}
+#endif
+
 void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32_t channels, float *output, int32_t out_w,
                             const int32_t *y0, const int32_t *y1, const float *ys,
                             const int32_t *x0, const int32_t *x1, const float *xs, int32_t row_begin, int32_t row_end) {
@@ -538,7 +575,7 @@ void ck_resize_bilinear_f32(int32_t isa, const float *input, int32_t in_w, int32
             continue;
         }
         if (isa >= CK_ISA_AVX2) {
-            resize_row_fma(r0, r1, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
+            resize_row_avx2(r0, r1, in_w, channels, output + (size_t)y * out_row, out_w, dy, x0, x1, xs);
             continue;
         }
 #else

@@ -581,6 +581,90 @@ static int32_t tconv_tile_row_avx512(const ck_conv_geometry *g, const float *inp
 }
 #endif
 
+#if CK_X86
+/// 8 × 8 floats transposed in registers: r[i] lane j becomes lane i of r[j].
+CK_TARGET_AVX2
+static inline void transpose8_avx2(__m256 r[8]) {
+    __m256 t[8], s[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        s[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+}
+
+/// tconv_tile_dots16_avx512 for 8 neighbouring input pixels (in_c a multiple of 8): sums is [J][8].
+CK_TARGET_AVX2
+static void tconv_tile_dots8_avx2(const float *x, const float *wt, int32_t C, int32_t J, float *sums) {
+    __m256 acc[CK_TCONV_TILE_MAX_J];
+    for (int32_t j = 0; j < J; j++) acc[j] = _mm256_setzero_ps();
+    for (int32_t c0 = 0; c0 < C; c0 += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(x + (size_t)i * C + c0);
+        transpose8_avx2(r);
+        for (int32_t j = 0; j < J; j++) {
+            const float *w = wt + (size_t)j * C + c0;
+            __m256 a = acc[j];
+            for (int c = 0; c < 8; c++) a = _mm256_fmadd_ps(r[c], _mm256_broadcast_ss(w + c), a);
+            acc[j] = a;
+        }
+    }
+    for (int32_t j = 0; j < J; j++) _mm256_storeu_ps(sums + (size_t)j * 8, acc[j]);
+}
+
+/// tconv_tile_row_avx512 on 8 input pixels at a time (in_c a multiple of 8).
+CK_TARGET_AVX2
+static int32_t tconv_tile_row_avx2(const ck_conv_geometry *g, const float *input, const float *wt, const float *biases,
+                                   float *output, int32_t iy, int32_t J, size_t out_row, float out_min, float out_max) {
+    const int32_t C = g->in_c, kh = g->k_h, run = g->k_w * g->out_c;
+    float block[CK_TCONV_TILE_MAX_J * 8];
+    const __m256 vlo = _mm256_set1_ps(out_min), vhi = _mm256_set1_ps(out_max);
+    int32_t ix = 0;
+    for (; ix + 8 <= g->in_w; ix += 8) {
+        tconv_tile_dots8_avx2(input + ((size_t)iy * g->in_w + ix) * C, wt, C, J, block);
+        if (run == 2) {
+            // Two values per input pixel and output row: interleave the two sum vectors (pixel
+            // order restored across the 128-bit lanes), add the bias pattern, clamp, store.
+            for (int32_t ky = 0; ky < kh; ky++) {
+                float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * 2;
+                const float *b = biases + (size_t)ky * 2;
+                const __m256 pattern = _mm256_setr_ps(b[0], b[1], b[0], b[1], b[0], b[1], b[0], b[1]);
+                const __m256 s0 = _mm256_loadu_ps(block + (size_t)(ky * 2) * 8);
+                const __m256 s1 = _mm256_loadu_ps(block + (size_t)(ky * 2 + 1) * 8);
+                const __m256 lo = _mm256_unpacklo_ps(s0, s1), hi = _mm256_unpackhi_ps(s0, s1);
+                const __m256 v0 = _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), pattern);
+                const __m256 v1 = _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x31), pattern);
+                // v < lo ? lo : v, then v > hi ? hi : v (a NaN stays NaN), as the scalar path.
+                _mm256_storeu_ps(dst, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v0)));
+                _mm256_storeu_ps(dst + 8, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v1)));
+            }
+            continue;
+        }
+        for (int32_t ky = 0; ky < kh; ky++) {
+            float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * run;
+            const float *b = biases + (size_t)ky * run;
+            for (int32_t i = 0; i < 8; i++, dst += run) {
+                for (int32_t t = 0; t < run; t++) {
+                    float v = block[(size_t)(ky * run + t) * 8 + i] + b[t];
+                    v = v < out_min ? out_min : v;
+                    dst[t] = v > out_max ? out_max : v;
+                }
+            }
+        }
+    }
+    return ix;
+}
+#endif
+
 void ck_tconv_tile_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *wt, const float *bias,
                        float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max) {
     const int32_t C = g->in_c, cout = g->out_c, kh = g->k_h, kw = g->k_w;
@@ -602,6 +686,8 @@ void ck_tconv_tile_f32(int32_t isa, const ck_conv_geometry *g, const float *inpu
 #if CK_X86
         if (isa >= CK_ISA_AVX512 && C % 16 == 0)
             ix = tconv_tile_row_avx512(g, input, wt, biases, output, iy, J, out_row, out_min, out_max);
+        else if (isa >= CK_ISA_AVX2 && C % 8 == 0)
+            ix = tconv_tile_row_avx2(g, input, wt, biases, output, iy, J, out_row, out_min, out_max);
 #endif
         for (; ix < g->in_w; ix++) {
             dots(input + ((size_t)iy * g->in_w + ix) * C, wt, C, J, sums);

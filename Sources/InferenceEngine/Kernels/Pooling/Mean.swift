@@ -121,14 +121,17 @@ struct Mean: Kernel {
         case .float:
             let input = src.assumingMemoryBound(to: Float.self), output = dst.assumingMemoryBound(to: Float.self)
             output.update(repeating: 0, count: n)
-            plan.forEachRun { i, o, count, intoOne in
+            plan.forEachRun { i, o, count, intoOne, rows in
                 let source = input + i, destination = output + o
                 if intoOne {
                     var s = destination[0]
                     for j in 0..<count { s += source[j] }
                     destination[0] = s
                 } else {
-                    for j in 0..<count { destination[j] += source[j] }
+                    for r in 0..<rows {
+                        let row = source + r * count
+                        for j in 0..<count { destination[j] += row[j] }
+                    }
                 }
             }
             let divisor = Float(plan.reducedCount)
@@ -159,7 +162,7 @@ struct Mean: Kernel {
     /// Sums of the raw input values per output (wrapping, like TFLite's accumulators).
     static func sum<T: FixedWidthInteger, A: FixedWidthInteger>(_ input: UnsafePointer<T>, into sums: UnsafeMutablePointer<A>, plan: ReductionPlan) {
         sums.update(repeating: 0, count: plan.outputCount)
-        plan.forEachRun { i, o, count, intoOne in
+        plan.forEachRun { i, o, count, intoOne, rows in
             // Pointers offset once: the loops carry no checked index arithmetic and vectorize.
             let source = input + i, destination = sums + o
             if intoOne {
@@ -167,7 +170,10 @@ struct Mean: Kernel {
                 for j in 0..<count { s &+= A(truncatingIfNeeded: source[j]) }
                 destination[0] = s
             } else {
-                for j in 0..<count { destination[j] &+= A(truncatingIfNeeded: source[j]) }
+                for r in 0..<rows {
+                    let row = source + r * count
+                    for j in 0..<count { destination[j] &+= A(truncatingIfNeeded: row[j]) }
+                }
             }
         }
     }

@@ -65,21 +65,29 @@ struct ReductionPlan: Sendable {
         outputStrides = outStrides
     }
 
-    /// Calls `body(inputOffset, outputOffset, count, intoOne)` for every innermost run, in input
-    /// order: `count` consecutive inputs either all add into output `outputOffset` (`intoOne`) or
-    /// go one-to-one into consecutive outputs.
-    func forEachRun(_ body: (Int, Int, Int, Bool) -> Void) {
+    /// Calls `body(inputOffset, outputOffset, count, intoOne, rows)` for every innermost run, in
+    /// input order: `count` consecutive inputs either all add into output `outputOffset` (`intoOne`,
+    /// `rows` 1) or go one-to-one into consecutive outputs, `rows` times over (row r's inputs start
+    /// at `inputOffset + r * count`; rows > 1 when a reduced dimension precedes the kept innermost
+    /// one, e.g. a spatial mean over NHWC, so that the body runs once per image, not per pixel).
+    func forEachRun(_ body: (Int, Int, Int, Bool, Int) -> Void) {
         if dimensions.contains(0) { return }
         if dimensions.isEmpty {
-            body(0, 0, 1, true)
+            body(0, 0, 1, true, 1)
             return
         }
         walk(0, 0, 0, body)
     }
 
-    private func walk(_ d: Int, _ inputOffset: Int, _ outputOffset: Int, _ body: (Int, Int, Int, Bool) -> Void) {
-        if d == dimensions.count - 1 {
-            body(inputOffset, outputOffset, dimensions[d], reduced[d])
+    private func walk(_ d: Int, _ inputOffset: Int, _ outputOffset: Int, _ body: (Int, Int, Int, Bool, Int) -> Void) {
+        let last = dimensions.count - 1
+        if d == last {
+            body(inputOffset, outputOffset, dimensions[d], reduced[d], 1)
+            return
+        }
+        if d == last - 1, reduced[d], !reduced[last] {
+            // Merged dimensions alternate, so dimension d's stride is the innermost count.
+            body(inputOffset, outputOffset, dimensions[last], false, dimensions[d])
             return
         }
         for i in 0..<dimensions[d] {

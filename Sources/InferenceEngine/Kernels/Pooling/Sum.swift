@@ -62,13 +62,17 @@ struct Sum: Kernel {
         case .float32:
             let input = src.assumingMemoryBound(to: Float.self), output = dst.assumingMemoryBound(to: Float.self)
             output.update(repeating: 0, count: plan.outputCount)
-            plan.forEachRun { i, o, count, intoOne in
+            plan.forEachRun { i, o, count, intoOne, rows in
+                let source = input + i, destination = output + o
                 if intoOne {
-                    var s = output[o]
-                    for j in 0..<count { s += input[i + j] }
-                    output[o] = s
+                    var s = destination[0]
+                    for j in 0..<count { s += source[j] }
+                    destination[0] = s
                 } else {
-                    for j in 0..<count { output[o + j] += input[i + j] }
+                    for r in 0..<rows {
+                        let row = source + r * count
+                        for j in 0..<count { destination[j] += row[j] }
+                    }
                 }
             }
         case .uint8: Mean.sum(src.assumingMemoryBound(to: UInt8.self), into: dst.assumingMemoryBound(to: UInt8.self), plan: plan)
