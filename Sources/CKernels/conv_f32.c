@@ -195,9 +195,41 @@ static void tile_portable(int32_t mr, int32_t nr, const float *const *ptrs, int3
 #if CK_X86
 // ---- AVX2 + FMA: 6 x 16 tiles (12 ymm accumulators) ----
 
-CK_TARGET_AVX2
-static void tile_avx2(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k,
-                      const float *w, float *c, int32_t ldc, float lo, float hi) {
+/// The first nr (< 16) lanes of v0:v1 to dst with plain 8-, 4-, 2- and 1-float stores (a copy
+/// through a stack buffer called memmove per row: 3% of BlazeFace, whose blocks end mid-vector).
+CK_TARGET_AVX2 CK_INLINE
+void store_partial_avx2(float *dst, __m256 v0, __m256 v1, int32_t nr) {
+    __m256 v = v0;
+    if (nr >= 8) {
+        _mm256_storeu_ps(dst, v0);
+        dst += 8;
+        nr -= 8;
+        v = v1;
+    }
+    __m128 h = _mm256_castps256_ps128(v);
+    if (nr >= 4) {
+        _mm_storeu_ps(dst, h);
+        dst += 4;
+        nr -= 4;
+        h = _mm256_extractf128_ps(v, 1);
+    }
+    if (nr >= 2) {
+        _mm_storel_pi((__m64 *)dst, h);
+        dst += 2;
+        nr -= 2;
+        h = _mm_movehl_ps(h, h);
+    }
+    if (nr) _mm_store_ss(dst, h);
+}
+
+/// The 6 × 16 tile. With `res` (residual rows `res_stride` floats apart, this block's first channel
+/// at res[0], `res_n` of its channels with a residual value: the rest add +0.0, as a channel PAD's
+/// zeros), each row's clamped sums then get the residual and the ADD's clamp in registers: the
+/// operations of residual_avx2's pass in the same order, so the same values, without reading the
+/// stored tile back.
+CK_TARGET_AVX2 CK_INLINE
+void tile_avx2_core(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k, const float *w, float *c,
+                    int32_t ldc, float lo, float hi, const float *res, size_t res_stride, int32_t res_n, float rlo, float rhi) {
     __m256 c00 = _mm256_loadu_ps(w), c01 = _mm256_loadu_ps(w + 8);
     __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01, c40 = c00, c41 = c01, c50 = c00, c51 = c01;
     w += CK_F32_NR;
@@ -218,20 +250,44 @@ static void tile_avx2(int32_t mr, int32_t nr, const float *const *ptrs, int32_t 
     }
     const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
     __m256 rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    __m256i rm0 = _mm256_setzero_si256(), rm1 = _mm256_setzero_si256();
+    if (res) {
+        const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), n = _mm256_set1_epi32(ck_min(res_n, nr));
+        rm0 = _mm256_cmpgt_epi32(n, lanes);
+        rm1 = _mm256_cmpgt_epi32(n, _mm256_add_epi32(lanes, _mm256_set1_epi32(8)));
+    }
     for (int32_t m = 0; m < mr; m++) {
         __m256 v0 = _mm256_min_ps(_mm256_max_ps(rows[m][0], vlo), vhi);
         __m256 v1 = _mm256_min_ps(_mm256_max_ps(rows[m][1], vlo), vhi);
+        if (res) {
+            const float *r = res + (size_t)m * res_stride;
+            const __m256 x0 = _mm256_maskload_ps(r, rm0), x1 = _mm256_maskload_ps(r + 8, rm1);
+            const __m256 rlo_v = _mm256_set1_ps(rlo), rhi_v = _mm256_set1_ps(rhi);
+            v0 = _mm256_min_ps(rhi_v, _mm256_max_ps(rlo_v, _mm256_add_ps(x0, v0)));
+            v1 = _mm256_min_ps(rhi_v, _mm256_max_ps(rlo_v, _mm256_add_ps(x1, v1)));
+        }
         float *dst = c + (size_t)m * ldc;
         if (nr == CK_F32_NR) {
             _mm256_storeu_ps(dst, v0);
             _mm256_storeu_ps(dst + 8, v1);
         } else {
-            float tmp[CK_F32_NR];
-            _mm256_storeu_ps(tmp, v0);
-            _mm256_storeu_ps(tmp + 8, v1);
-            memcpy(dst, tmp, (size_t)nr * sizeof(float));
+            store_partial_avx2(dst, v0, v1, nr);
         }
     }
+}
+
+CK_TARGET_AVX2
+static void tile_avx2(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k,
+                      const float *w, float *c, int32_t ldc, float lo, float hi) {
+    tile_avx2_core(mr, nr, ptrs, taps, k, w, c, ldc, lo, hi, NULL, 0, 0, 0.0f, 0.0f);
+}
+
+/// tile_avx2 with a residual (see tile_avx2_core).
+CK_TARGET_AVX2
+static void tile_avx2_residual(int32_t mr, int32_t nr, const float *const *ptrs, int32_t taps, int32_t k, const float *w,
+                               float *c, int32_t ldc, float lo, float hi, const float *res, size_t res_stride, int32_t res_n,
+                               float rlo, float rhi) {
+    tile_avx2_core(mr, nr, ptrs, taps, k, w, c, ldc, lo, hi, res, res_stride, res_n, rlo, rhi);
 }
 
 // ---- AVX-512: 12 x 16 tiles (12 zmm accumulators: each weight vector feeds 12 FMAs) ----
@@ -942,6 +998,12 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
     fold = wide && direct && !pf && residual && residual->pixel_stride == 0 && residual->before == 0 &&
            residual->channels == g->out_c && (block_end - block_begin) % 2 == 0 && block_end * CK_F32_NR <= g->out_c;
 #endif
+    // AVX2's 6 × 16 tiles add a residual that starts at channel 0 in registers (tile_avx2_core): the
+    // pass read back stores that were still in flight (BlazeFace: a tenth of the model's time in it).
+    int fold_avx2 = 0;
+#if CK_X86
+    fold_avx2 = tile == tile_avx2 && residual && residual->before == 0 && residual->channels <= g->out_c;
+#endif
 
     for (int32_t p = pixel_begin; p < pixel_end; p += mr_cap) {
         const int32_t mr = ck_min(mr_cap, pixel_end - p);
@@ -1007,6 +1069,18 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
                 continue;
             }
 #endif
+#if CK_X86
+            if (fold_avx2) {
+                // The residual's channels [b * 16, b * 16 + 16) of pixel p (those past its count add +0.0).
+                const int32_t c0 = b * CK_F32_NR;
+                const int32_t res_n = residual->channels - c0;
+                const float *res = residual->data + (size_t)p * residual->pixel_stride + (res_n > 0 ? c0 : 0);
+                tile_avx2_residual(mr, nr, ptrs, taps, k, packed + (size_t)b * block_stride, output + (size_t)p * g->out_c + c0,
+                                   g->out_c, out_min, out_max, res, (size_t)residual->pixel_stride, res_n, residual->lo, residual->hi);
+                b++;
+                continue;
+            }
+#endif
             (nr <= 8 && narrow ? narrow : tile)(mr, nr, ptrs, taps, k, packed + (size_t)b * block_stride,
                  output + (size_t)p * g->out_c + (size_t)b * CK_F32_NR, g->out_c, out_min, out_max);
             b++;
@@ -1016,7 +1090,7 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
         if (residual) {
             ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
             pending_p = p;
-            pending_end = fold ? p : p + mr;  // a folded tile has its residual already
+            pending_end = fold || fold_avx2 ? p : p + mr;  // a folded tile has its residual already
         }
     }
     ck_residual_add_f32(isa, residual, output, g->out_c, pending_p, pending_end, c_begin, c_end);
