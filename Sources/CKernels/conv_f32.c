@@ -1432,6 +1432,57 @@ void c3s2_block_avx2(const ck_conv_geometry *g, const float *const *q, int32_t w
     }
 }
 
+/// Output channels [oc0, oc0 + 4) of 8·NP pixels (NP = 1 or 2 vectors of 8) from plane column j0,
+/// clamped to [lo, hi] and stored to `out` (pixel i at out + i·out_c, the first n pixels): the
+/// float layers' block. At NP = 2, 2 loads + 4 broadcasts per tap feed 8 FMAs, where
+/// c3s2_block_avx2 (8 pixels × 8 channels) needs 1 + 8 for 8: the loads, not the FMAs, bounded it.
+/// (NP = 3, 12 accumulators, spills: slower.) Weights as ck_c3s2_pack_weights with 4-channel blocks.
+CK_TARGET_AVX2 CK_INLINE
+void c3s2_block4_avx2(const ck_conv_geometry *g, const float *const *q, int32_t wp, const float *wk, const float *bias,
+                      float *out, int32_t n, int32_t j0, int32_t oc0, __m256 vlo, __m256 vhi, const int KW, const int NP) {
+    __m256 acc[4][2];
+    CK_UNROLL for (int o = 0; o < 4; o++) {
+        const __m256 b = _mm256_set1_ps(bias ? bias[oc0 + o] : 0.0f);
+        CK_UNROLL for (int p = 0; p < NP; p++) acc[o][p] = b;
+    }
+    for (int32_t ky = 0; ky < g->k_h; ky++) {
+        if (!q[ky]) continue;
+        const float *w = wk + (size_t)ky * KW * 3 * 4;
+        const float *x0 = q[ky] + j0;
+        CK_UNROLL for (int o = 0; o < 3 * KW; o++) {
+            const int kx = o / 3, c = o % 3;
+            const float *xp = x0 + (size_t)((kx & 1) * 3 + c) * wp + kx / 2;
+            __m256 x[2];
+            CK_UNROLL for (int p = 0; p < NP; p++) x[p] = _mm256_loadu_ps(xp + 8 * p);
+            CK_UNROLL for (int oc = 0; oc < 4; oc++) {
+                const __m256 b = _mm256_broadcast_ss(w + o * 4 + oc);
+                CK_UNROLL for (int p = 0; p < NP; p++) acc[oc][p] = _mm256_fmadd_ps(x[p], b, acc[oc][p]);
+            }
+        }
+    }
+    const int32_t stride = g->out_c;
+    CK_UNROLL for (int p = 0; p < NP; p++) {
+        __m256 v[4];
+        CK_UNROLL for (int o = 0; o < 4; o++) v[o] = _mm256_min_ps(_mm256_max_ps(acc[o][p], vlo), vhi);
+        // Lane i of v[o]: channel o of pixel i → u[i] holds pixel i (low half) and i + 4 (high half).
+        const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+        const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+        const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                             _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+        float *o = out + (size_t)8 * p * stride;
+        const int32_t m = n - 8 * p;
+        if (m >= 8) {
+            CK_UNROLL for (int i = 0; i < 4; i++) {
+                _mm_storeu_ps(o + (size_t)i * stride, _mm256_castps256_ps128(u[i]));
+                _mm_storeu_ps(o + (size_t)(i + 4) * stride, _mm256_extractf128_ps(u[i], 1));
+            }
+        } else {
+            for (int i = 0; i < 4 && i < m; i++) _mm_storeu_ps(o + (size_t)i * stride, _mm256_castps256_ps128(u[i]));
+            for (int i = 0; i < 4 && i + 4 < m; i++) _mm_storeu_ps(o + (size_t)(i + 4) * stride, _mm256_extractf128_ps(u[i], 1));
+        }
+    }
+}
+
 CK_TARGET_AVX2
 void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, const float *wk, const float *bias, float lo, float hi,
                        float *output, c3s2_epilogue epilogue, const void *context, int32_t row_begin, int32_t row_end) {
@@ -1466,6 +1517,25 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
                 row.row = (const char *)input->row + (size_t)fresh_iy[f] * row_values * value_bytes;
                 c3s2_planes_avx2(&row, g->in_w, 2 * x0 - g->pad_left, fresh_q[f], wp);
             }
+            if (!epilogue) {
+                // Stored floats: 16 pixels × 4 channels per block (c3s2_block4_avx2), an odd last 8
+                // pixels of the strip as 8 × 4.
+                for (int32_t b = 0; b < nb; b += 2) {
+                    const int32_t j0 = 8 * b, np = ck_min(2, nb - b), n = ck_min(8 * np, sw - j0);
+                    float *dst = output + ((size_t)oy * g->out_w + x0 + j0) * g->out_c;
+                    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 4) {
+                        const float *w = wk + (size_t)oc0 * taps3;
+#define C3S2_BLOCK4(KW, NP) c3s2_block4_avx2(g, q, wp, w, bias, dst + oc0, n, j0, oc0, vlo, vhi, KW, NP)
+                        if (g->k_w == 3) {
+                            if (np == 2) C3S2_BLOCK4(3, 2); else C3S2_BLOCK4(3, 1);
+                        } else {
+                            if (np == 2) C3S2_BLOCK4(5, 2); else C3S2_BLOCK4(5, 1);
+                        }
+#undef C3S2_BLOCK4
+                    }
+                }
+                continue;
+            }
             for (int32_t b = 0; b < nb; b++) {
                 const int32_t j0 = 8 * b, n = ck_min(8, sw - j0);
                 const size_t pixel = (size_t)oy * g->out_w + x0 + j0;
@@ -1486,15 +1556,15 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
     }
 }
 
-void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, float *wk) {
+void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, int32_t block, float *wk) {
     const int32_t taps3 = g->k_h * g->k_w * 3;
-    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8) {
+    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += block) {
         for (int32_t t = 0; t < taps3; t++) {
-            for (int32_t oc = 0; oc < 8; oc++) {
+            for (int32_t oc = 0; oc < block; oc++) {
                 c3s2_source f = *filter;
                 f.row = (const char *)filter->row + (size_t)(oc0 + oc) * taps3 * (filter->kind == CK_C3S2_FLOAT ? 4 : 1);
                 // Filter row (oc0 + oc) read as "input column" t / 3, channel t % 3.
-                wk[(size_t)oc0 * taps3 + (size_t)t * 8 + oc] = c3s2_value(&f, t / 3, t % 3);
+                wk[(size_t)oc0 * taps3 + (size_t)t * block + oc] = c3s2_value(&f, t / 3, t % 3);
             }
         }
     }
@@ -1511,7 +1581,7 @@ int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *in
     if (isa >= CK_ISA_AVX2 && ck_conv_c3s2_supported(g)) {
         float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
         const c3s2_source weights = {filter, CK_C3S2_FLOAT, 0}, image = {input, CK_C3S2_FLOAT, 0};
-        ck_c3s2_pack_weights(g, &weights, wk);
+        ck_c3s2_pack_weights(g, &weights, 4, wk);
         ck_c3s2_rows_avx2(g, &image, wk, bias, out_min, out_max, output, NULL, NULL, row_begin, row_end);
         return 1;
     }
