@@ -431,6 +431,54 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
     binary_portable(op, a, b, out, outer_begin, outer_end, inner, a_outer, a_inner, b_outer, b_inner, lo, hi);
 }
 
+// ---- column sums of rows (see ckernels.h) ----
+
+#if CK_X86
+/// Up to 32 columns at a time in four accumulators: each column still adds its rows in order.
+CK_TARGET_AVX2
+static void sum_rows_avx2(const float *src, size_t rows, size_t count, float *dst) {
+    size_t j = 0;
+    for (; j + 32 <= count; j += 32) {
+        __m256 a0 = _mm256_loadu_ps(dst + j), a1 = _mm256_loadu_ps(dst + j + 8);
+        __m256 a2 = _mm256_loadu_ps(dst + j + 16), a3 = _mm256_loadu_ps(dst + j + 24);
+        for (size_t r = 0; r < rows; r++) {
+            const float *x = src + r * count + j;
+            a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x));
+            a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + 8));
+            a2 = _mm256_add_ps(a2, _mm256_loadu_ps(x + 16));
+            a3 = _mm256_add_ps(a3, _mm256_loadu_ps(x + 24));
+        }
+        _mm256_storeu_ps(dst + j, a0);
+        _mm256_storeu_ps(dst + j + 8, a1);
+        _mm256_storeu_ps(dst + j + 16, a2);
+        _mm256_storeu_ps(dst + j + 24, a3);
+    }
+    for (; j + 8 <= count; j += 8) {
+        __m256 a = _mm256_loadu_ps(dst + j);
+        for (size_t r = 0; r < rows; r++) a = _mm256_add_ps(a, _mm256_loadu_ps(src + r * count + j));
+        _mm256_storeu_ps(dst + j, a);
+    }
+    for (; j < count; j++) {
+        float a = dst[j];
+        for (size_t r = 0; r < rows; r++) a += src[r * count + j];
+        dst[j] = a;
+    }
+}
+#endif
+
+void ck_sum_rows_f32(int32_t isa, const float *src, size_t rows, size_t count, float *dst) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX2) {
+        sum_rows_avx2(src, rows, count, dst);
+        return;
+    }
+#else
+    (void)isa;
+#endif
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < count; j++) dst[j] += src[r * count + j];
+}
+
 // ---- float bilinear resize (see ckernels.h) ----
 
 /// a + (b - a)·w with one rounding for the multiply-add (the vertical and the horizontal lerp).

@@ -229,6 +229,11 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
                    size_t outer_begin, size_t outer_end, size_t inner,
                    size_t a_outer, size_t a_inner, size_t b_outer, size_t b_inner, float lo, float hi);
 
+/// dst[j] += src[r * count + j] for r = 0, 1, ..., rows - 1 in that order, j in [0, count): the
+/// float MEAN / SUM of the pixels of an image (the reference's order, so the same bits), with the
+/// sums in registers instead of a load and store per pixel.
+void ck_sum_rows_f32(int32_t isa, const float *src, size_t rows, size_t count, float *dst);
+
 /// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), as separable lerps
 /// with fused multiply-adds: t0 = fma(p10 - p00, dy, p00), t1 = fma(p11 - p01, dy, p01), out =
 /// fma(t1 - t0, dx, t0), with dy = ys[y] - y0[y] and dx = xs[x] - x0[x], vertically first (XNNPACK

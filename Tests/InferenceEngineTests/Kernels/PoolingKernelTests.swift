@@ -2,6 +2,7 @@ import XCTest
 import InferenceEngine
 import TFLiteFormat
 import TensorCore
+import TestSupport
 
 /// Pooling and reduction kernels (Kernels/Pooling): hand-computed expectations on small tensors.
 final class PoolingKernelTests: XCTestCase {
@@ -141,6 +142,33 @@ final class PoolingKernelTests: XCTestCase {
         let out = try run(.mean, .reducer(keepDims: true), [input, axes([1, 2])], [.float32])
         XCTAssertEqual(out.shape, [1, 1, 1, 2])
         XCTAssertEqual(out.floats, [2.5, 25])
+    }
+
+    /// The spatial float mean of the optimized selections sums each channel's pixels in the
+    /// reference's order (ck_sum_rows_f32: 32-, 8- and 1-channel column groups), so the same bits.
+    func testMeanFloatSpatialSumsInTheReferenceOrder() throws {
+        var rng = SeededGenerator(seed: 52)
+        for (h, w, c) in [(9, 7, 16), (5, 6, 45), (4, 4, 3), (3, 5, 70), (1, 1, 33)] {
+            let values = (0..<(2 * h * w * c)).map { _ in Float.random(in: -100...100, using: &rng) }
+            let input = TensorValue.float32(values, shape: [2, h, w, c])
+            let inputs: [TensorValue?] = [input, axes([1, 2])]
+            let expected = try KernelRunner.run(.mean, options: .reducer(keepDims: true), inputs: inputs, outputs: [.float32],
+                                                kernels: .reference)[0]
+            XCTAssertEqual(expected.shape, [2, 1, 1, c])
+            // Plain float sums in pixel order, then the division, as TFLite's reference.
+            var sums = [Float](repeating: 0, count: 2 * c)
+            for n in 0..<2 {
+                for p in 0..<(h * w) {
+                    for j in 0..<c { sums[n * c + j] += values[(n * h * w + p) * c + j] }
+                }
+            }
+            XCTAssertEqual(expected.floats.map(\.bitPattern), sums.map { ($0 / Float(h * w)).bitPattern }, "reference \(h)x\(w)x\(c)")
+            for selection in [KernelSelection.optimized, .avx2, .portable] {
+                let actual = try KernelRunner.run(.mean, options: .reducer(keepDims: true), inputs: inputs, outputs: [.float32],
+                                                  kernels: selection)[0]
+                XCTAssertEqual(actual.floats.map(\.bitPattern), expected.floats.map(\.bitPattern), "\(selection) \(h)x\(w)x\(c)")
+            }
+        }
     }
 
     func testMeanFloatNegativeAndDuplicateAxes() throws {

@@ -1,3 +1,4 @@
+import CKernels
 import TFLiteFormat
 import TensorCore
 
@@ -29,6 +30,8 @@ struct Mean: Kernel {
     let type: ElementType
     let mode: Mode
     let inputCount: Int
+    /// Float sums of many rows through ck_sum_rows_f32 (nil with the reference selection).
+    var instructionSet: Int32?
 
     static func prepare(_ context: inout OpContext) throws -> any Kernel {
         try context.expect(inputs: 2, outputs: 1)
@@ -81,7 +84,7 @@ struct Mean: Kernel {
         case .integer: context.scratchByteCount = plan.outputCount * 8
         default: context.scratchByteCount = plan.outputCount * 4
         }
-        return Mean(plan: plan, type: input.type, mode: mode, inputCount: input.elementCount)
+        return Mean(plan: plan, type: input.type, mode: mode, inputCount: input.elementCount, instructionSet: context.instructionSet)
     }
 
     /// TFLite's NEON MultiplyByQuantizedMultiplier4Rows (double-rounding build) for one lane:
@@ -127,6 +130,8 @@ struct Mean: Kernel {
                     var s = destination[0]
                     for j in 0..<count { s += source[j] }
                     destination[0] = s
+                } else if let isa = instructionSet {
+                    ck_sum_rows_f32(isa, source, rows, count, destination)
                 } else {
                     for r in 0..<rows {
                         let row = source + r * count
