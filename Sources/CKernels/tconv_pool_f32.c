@@ -188,25 +188,47 @@ static void maxpool_avx512(const ck_conv_geometry *g, const float *input, float 
 }
 #endif
 
-#if CK_X86
-CK_TARGET_AVX2
-static void maxpool_avx2(const ck_conv_geometry *g, const float *input, float *out, int32_t y0, int32_t y1,
-                         int32_t x0, int32_t x1, float lo, float hi) {
-    const int32_t C = g->in_c;
-    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-    int32_t c = 0;
-    for (; c + 8 <= C; c += 8) {
-        __m256 m = _mm256_set1_ps(-FLT_MAX);
-        for (int32_t y = y0; y < y1; y++)
-            for (int32_t x = x0; x < x1; x++)
-                m = _mm256_max_ps(_mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c), m); // a NaN input is skipped
-        _mm256_storeu_ps(out + c, _mm256_min_ps(_mm256_max_ps(m, vlo), vhi));
-    }
-    maxpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, c);
-}
-#endif
 
 typedef void (*pool_fn)(const ck_conv_geometry *, const float *, float *, int32_t, int32_t, int32_t, int32_t, float, float);
+
+#if CK_X86
+/// Output rows [row_begin, row_end) on AVX2 without a call per pixel: 8 channels per vector, then 4,
+/// then the scalar maxpool_channels. The clamp is min(hi, max(lo, m)) with lo and hi first, which
+/// is the scalar's `m < lo ? lo : m` then `m > hi ? hi : m` exactly (signed zeros included); a NaN
+/// input is skipped (max(x, m) returns m). BlazeFace's 64 × 64 × 28 → 32 × 32 pool: see
+/// docs/PERFORMANCE.md, session 14.
+CK_TARGET_AVX2
+static void maxpool_rows_avx2(const ck_conv_geometry *g, const float *input, float *output, int32_t row_begin, int32_t row_end,
+                              float lo, float hi) {
+    const int32_t C = g->in_c;
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), floor8 = _mm256_set1_ps(-FLT_MAX);
+    const __m128 vlo4 = _mm_set1_ps(lo), vhi4 = _mm_set1_ps(hi), floor4 = _mm_set1_ps(-FLT_MAX);
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        const int32_t ys = oy * g->stride_h - g->pad_top;
+        const int32_t y0 = ys < 0 ? 0 : ys, y1 = ck_min(g->in_h, ys + g->k_h);
+        for (int32_t ox = 0; ox < g->out_w; ox++) {
+            const int32_t xs = ox * g->stride_w - g->pad_left;
+            const int32_t x0 = xs < 0 ? 0 : xs, x1 = ck_min(g->in_w, xs + g->k_w);
+            float *out = output + ((size_t)oy * g->out_w + ox) * g->out_c;
+            int32_t c = 0;
+            for (; c + 8 <= C; c += 8) {
+                __m256 m = floor8;
+                for (int32_t y = y0; y < y1; y++)
+                    for (int32_t x = x0; x < x1; x++) m = _mm256_max_ps(_mm256_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c), m);
+                _mm256_storeu_ps(out + c, _mm256_min_ps(vhi, _mm256_max_ps(vlo, m)));
+            }
+            if (c + 4 <= C) {
+                __m128 m = floor4;
+                for (int32_t y = y0; y < y1; y++)
+                    for (int32_t x = x0; x < x1; x++) m = _mm_max_ps(_mm_loadu_ps(input + ((size_t)y * g->in_w + x) * C + c), m);
+                _mm_storeu_ps(out + c, _mm_min_ps(vhi4, _mm_max_ps(vlo4, m)));
+                c += 4;
+            }
+            if (c < C) maxpool_channels(g, input, out, y0, y1, x0, x1, lo, hi, c);
+        }
+    }
+}
+#endif
 
 /// Runs `fn` on the window (clipped to the image) of every output pixel of rows [row_begin, row_end).
 static void pool_rows(pool_fn fn, const ck_conv_geometry *g, const float *input, float *output,
@@ -226,8 +248,12 @@ void ck_maxpool_f32(int32_t isa, const ck_conv_geometry *g, const float *input, 
                     int32_t row_begin, int32_t row_end, float out_min, float out_max) {
     pool_fn fn = maxpool_portable;
 #if CK_X86
-    if (isa >= CK_ISA_AVX512) fn = maxpool_avx512;
-    else if (isa >= CK_ISA_AVX2) fn = maxpool_avx2;
+    if (isa >= CK_ISA_AVX512) {
+        fn = maxpool_avx512;
+    } else if (isa >= CK_ISA_AVX2) {
+        maxpool_rows_avx2(g, input, output, row_begin, row_end, out_min, out_max);
+        return;
+    }
 #else
     (void)isa;
 #endif
