@@ -117,6 +117,10 @@ final class ResidualFusionTests: XCTestCase {
         try check(Case(batches: 2, inputChannels: 6, outputChannels: 40, filter: 3, padBefore: 5, padAfter: 19), folded: true)
         try check(Case(outputChannels: 33, padBefore: 17, convFirst: true), folded: true)
         try check(Case(height: 3, width: 7, inputChannels: 270, outputChannels: 64, padBefore: 3, padAfter: 5), folded: true)
+        // A last block of at most 8 channels (AVX2's 6 × 8 tile) partly and wholly past the residual's channels.
+        try check(Case(height: 5, width: 9, inputChannels: 18, outputChannels: 24, padAfter: 6, separateResidual: false, addActivation: 1),
+                  folded: true)
+        try check(Case(height: 4, width: 7, inputChannels: 12, outputChannels: 44, padAfter: 20), folded: true)
     }
 
     func testResidualsThatCannotBeFoldedKeepTheGraph() throws {
