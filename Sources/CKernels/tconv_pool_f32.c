@@ -508,6 +508,24 @@ static void tconv_tile_dots_avx2(const float *x, const float *wt, int32_t C, int
 }
 #endif
 
+/// The output values of `lanes` neighbouring input pixels from their sums (block[j * lanes + i]: filter
+/// row j, pixel i) in plain C: + bias, clamped, pixel i's k_w · out_c values of output row ky at
+/// out + ky · out_row + i · run.
+static inline void tconv_tile_store_block(const float *block, int32_t lanes, int32_t kh, int32_t run, const float *biases,
+                                          float *out, size_t out_row, float out_min, float out_max) {
+    for (int32_t ky = 0; ky < kh; ky++) {
+        float *dst = out + (size_t)ky * out_row;
+        const float *b = biases + (size_t)ky * run;
+        for (int32_t i = 0; i < lanes; i++, dst += run) {
+            for (int32_t t = 0; t < run; t++) {
+                float v = block[(size_t)(ky * run + t) * lanes + i] + b[t];
+                v = v < out_min ? out_min : v;
+                dst[t] = v > out_max ? out_max : v;
+            }
+        }
+    }
+}
+
 #if CK_X86
 /// 16 × 16 floats transposed in registers: r[i] lane j becomes lane i of r[j].
 CK_TARGET_AVX512
@@ -591,17 +609,8 @@ static int32_t tconv_tile_row_avx512(const ck_conv_geometry *g, const float *inp
             }
             continue;
         }
-        for (int32_t ky = 0; ky < kh; ky++) {
-            float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * run;
-            const float *b = biases + (size_t)ky * run;
-            for (int32_t i = 0; i < 16; i++, dst += run) {
-                for (int32_t t = 0; t < run; t++) {
-                    float v = block[(size_t)(ky * run + t) * 16 + i] + b[t];
-                    v = v < out_min ? out_min : v;
-                    dst[t] = v > out_max ? out_max : v;
-                }
-            }
-        }
+        tconv_tile_store_block(block, 16, kh, run, biases, output + (size_t)iy * kh * out_row + (size_t)ix * run, out_row,
+                               out_min, out_max);
     }
     return ix;
 }
@@ -675,17 +684,8 @@ static int32_t tconv_tile_row_avx2(const ck_conv_geometry *g, const float *input
             }
             continue;
         }
-        for (int32_t ky = 0; ky < kh; ky++) {
-            float *dst = output + (size_t)(iy * kh + ky) * out_row + (size_t)ix * run;
-            const float *b = biases + (size_t)ky * run;
-            for (int32_t i = 0; i < 8; i++, dst += run) {
-                for (int32_t t = 0; t < run; t++) {
-                    float v = block[(size_t)(ky * run + t) * 8 + i] + b[t];
-                    v = v < out_min ? out_min : v;
-                    dst[t] = v > out_max ? out_max : v;
-                }
-            }
-        }
+        tconv_tile_store_block(block, 8, kh, run, biases, output + (size_t)iy * kh * out_row + (size_t)ix * run, out_row,
+                               out_min, out_max);
     }
     return ix;
 }
