@@ -130,13 +130,8 @@ struct Mean: Kernel {
                     var s = destination[0]
                     for j in 0..<count { s += source[j] }
                     destination[0] = s
-                } else if let isa = instructionSet {
-                    ck_sum_rows_f32(isa, source, rows, count, destination)
                 } else {
-                    for r in 0..<rows {
-                        let row = source + r * count
-                        for j in 0..<count { destination[j] += row[j] }
-                    }
+                    Self.addRows(source, rows: rows, count: count, into: destination, instructionSet: instructionSet)
                 }
             }
             let divisor = Float(plan.reducedCount)
@@ -161,6 +156,20 @@ struct Mean: Kernel {
             case .int8: finishQuantized(src.assumingMemoryBound(to: Int8.self), sums, dst.assumingMemoryBound(to: Int8.self))
             default: finishQuantized(src.assumingMemoryBound(to: Int16.self), sums, dst.assumingMemoryBound(to: Int16.self))
             }
+        }
+    }
+
+    /// destination[j] += source[r * count + j] for r = 0, 1, ..., rows - 1 in that order (float
+    /// MEAN's and SUM's runs; ck_sum_rows_f32 in registers when an instruction set is given).
+    static func addRows(_ source: UnsafePointer<Float>, rows: Int, count: Int, into destination: UnsafeMutablePointer<Float>,
+                        instructionSet: Int32?) {
+        if let isa = instructionSet {
+            ck_sum_rows_f32(isa, source, rows, count, destination)
+            return
+        }
+        for r in 0..<rows {
+            let row = source + r * count
+            for j in 0..<count { destination[j] += row[j] }
         }
     }
 

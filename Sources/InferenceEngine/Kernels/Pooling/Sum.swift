@@ -69,10 +69,7 @@ struct Sum: Kernel {
                     for j in 0..<count { s += source[j] }
                     destination[0] = s
                 } else {
-                    for r in 0..<rows {
-                        let row = source + r * count
-                        for j in 0..<count { destination[j] += row[j] }
-                    }
+                    Mean.addRows(source, rows: rows, count: count, into: destination, instructionSet: nil)
                 }
             }
         case .uint8: Mean.sum(src.assumingMemoryBound(to: UInt8.self), into: dst.assumingMemoryBound(to: UInt8.self), plan: plan)
