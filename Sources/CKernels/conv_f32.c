@@ -1046,8 +1046,9 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
     fold = wide && direct && !pf && residual && residual->pixel_stride == 0 && residual->before == 0 &&
            residual->channels == g->out_c && (block_end - block_begin) % 2 == 0 && block_end * CK_F32_NR <= g->out_c;
 #endif
-    // AVX2's 6 × 16 tiles add a residual that starts at channel 0 in registers (tile_avx2_core): the
-    // pass read back stores that were still in flight (BlazeFace: a tenth of the model's time in it).
+    // AVX2's 6 × 16 and 6 × 8 tiles add a residual that starts at channel 0 in registers
+    // (tile_avx2_residual): the pass read back stores that were still in flight (BlazeFace: a tenth
+    // of the model's time in it). Tiles of 1–3 rows (rows_avx2) still take the pass.
     int fold_avx2 = 0;
 #if CK_X86
     fold_avx2 = tile == tile_avx2 && residual && residual->before == 0 && residual->channels <= g->out_c;
