@@ -485,6 +485,7 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_rqp_rows_avx2_body(const int V, const __m256i *
                                                     size_t ldc, int32_t n) {                              \
         const __m256i *a0 = (const __m256i *)acc0, *a1 = (const __m256i *)acc1;                          \
         switch (mr) {                                                                                     \
+        case 6: q8_rqp_rows_avx2_body(V, a0, a1, 6, p, o, c, ldc, n); break;                              \
         case 4: q8_rqp_rows_avx2_body(V, a0, a1, 4, p, o, c, ldc, n); break;                              \
         case 3: q8_rqp_rows_avx2_body(V, a0, a1, 3, p, o, c, ldc, n); break;                              \
         case 2: q8_rqp_rows_avx2_body(V, a0, a1, 2, p, o, c, ldc, n); break;                              \
@@ -516,13 +517,13 @@ static q8_rqp_avx2_fn q8_rqp_avx2_variant(const ck_q8_output *o) {
 }
 
 Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args *a) {
-    __m256i acc0[4], acc1[4];
+    __m256i acc0[6], acc1[6];
     const __m256i b0 = _mm256_loadu_si256((const __m256i *)a->params);
     const __m256i b1 = _mm256_loadu_si256((const __m256i *)(a->params + 8));
     for (int m = 0; m < MR; m++) { acc0[m] = b0; acc1[m] = b1; }
     const int16_t *w = a->w;
     for (int32_t t = 0; t < a->taps; t++) {
-        const int16_t *x[4];
+        const int16_t *x[6];
         for (int m = 0; m < MR; m++) x[m] = a->ptrs[t * MR + m];
         for (int32_t p = 0; p < a->kpairs; p++) {
             const __m256i w0 = _mm256_loadu_si256((const __m256i *)w);
@@ -549,7 +550,7 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args
         }
         // The other variants out of line, on copies so the accumulators' addresses never escape
         // (passing the accumulators themselves kept them in memory through the K loop).
-        __m256i copy0[4], copy1[4];
+        __m256i copy0[6], copy1[6];
         Q8_UNROLL
         for (int m = 0; m < MR; m++) { copy0[m] = acc0[m]; copy1[m] = acc1[m]; }
         a->rqp(copy0, copy1, MR, a->params, a->out, a->c, (size_t)a->ldc, a->nr);
@@ -563,6 +564,7 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_tile_avx2_body(const int MR, const q8_tile_args
     }
 }
 
+Q8_TARGET_AVX2 static void q8_tile_avx2_6(const q8_tile_args *a) { q8_tile_avx2_body(6, a); }
 Q8_TARGET_AVX2 static void q8_tile_avx2_4(const q8_tile_args *a) { q8_tile_avx2_body(4, a); }
 Q8_TARGET_AVX2 static void q8_tile_avx2_2(const q8_tile_args *a) { q8_tile_avx2_body(2, a); }
 Q8_TARGET_AVX2 static void q8_tile_avx2_1(const q8_tile_args *a) { q8_tile_avx2_body(1, a); }
@@ -789,8 +791,8 @@ void ck_conv_q8(int32_t isa, const ck_conv_geometry *g, const int16_t *input, co
         tiles[0] = q8_tile_avx512_8; tiles[1] = q8_tile_avx512_4; tiles[2] = q8_tile_avx512_2; tiles[3] = q8_tile_avx512_1;
         sizes[0] = 8; sizes[1] = 4; sizes[2] = 2; sizes[3] = 1; kinds = 4;
     } else if (isa >= CK_ISA_AVX2) {
-        tiles[0] = q8_tile_avx2_4; tiles[1] = q8_tile_avx2_2; tiles[2] = q8_tile_avx2_1;
-        sizes[0] = 4; sizes[1] = 2; sizes[2] = 1; kinds = 3;
+        tiles[0] = q8_tile_avx2_6; tiles[1] = q8_tile_avx2_4; tiles[2] = q8_tile_avx2_2; tiles[3] = q8_tile_avx2_1;
+        sizes[0] = 6; sizes[1] = 4; sizes[2] = 2; sizes[3] = 1; kinds = 4;
         rqp = q8_rqp_avx2_variant(out);
         rqv = q8_rqp_avx2_variant_number(out);
     }
@@ -1827,6 +1829,9 @@ typedef struct {
     /// variant number (q8_rqp_avx2_variant_number).
     q8_rqp_avx2_fn rqp;
     int32_t rqv;
+    /// The stride along x (1 or 2) when the filter's rows are 3 taps at dilation 1 along x (taps
+    /// in row order: tap 3r + k is column k of row r, the pixels `pixel_step` apart), else 0.
+    int32_t rows3;
 } q8_dw_args;
 
 Q8_INLINE void q8_dw_portable_body(const int SIGNED, const q8_dw_args *a) {
@@ -1877,6 +1882,37 @@ Q8_TARGET_AVX2 Q8_INLINE __m256i q8_dw_load8_avx2(const int SIGNED, const int PA
     return SIGNED ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
 }
 
+/// The taps of filter rows of 3 taps along x at stride S (1 or 2) and dilation 1 for 4 pixels
+/// (q8_dw_avx2_group's accumulators acc[4][NV]): the pixels read 3 * S + 3 input columns of each
+/// row, each loaded and widened once for the taps that read it (column c is tap c - S q of pixel
+/// q), against 12 loads per row tap by tap. Returns the taps done (all of them).
+Q8_TARGET_AVX2 Q8_INLINE int32_t q8_dw_avx2_rows3(const int SIGNED, const int NV, const int TAIL, const int S,
+                                                  const q8_dw_args *a, int32_t c0, int32_t last, __m256i (*acc)[2]) {
+    int32_t t = 0;
+    for (; t + 3 <= a->taps; t += 3) {
+        const uint8_t *row = (const uint8_t *)(a->tap_base + a->tap_addr[t]) + c0;
+        // (the pixel step over S: one column, or 0 where the row is the pad)
+        const size_t column = (size_t)a->tap_steps[t] / S;
+        const int32_t *w = a->packed + (size_t)t * (size_t)a->cp + c0;
+        Q8_UNROLL
+        for (int j = 0; j < NV; j++) {
+            const __m256i wk[3] = {_mm256_loadu_si256((const __m256i *)(w + 8 * j)),
+                                   _mm256_loadu_si256((const __m256i *)(w + a->cp + 8 * j)),
+                                   _mm256_loadu_si256((const __m256i *)(w + 2 * a->cp + 8 * j))};
+            Q8_UNROLL
+            for (int col = 0; col < 3 * S + 3; col++) {
+                const __m256i xv = q8_dw_load8_avx2(SIGNED, TAIL && j == NV - 1, last, row + (size_t)col * column + 8 * j);
+                Q8_UNROLL
+                for (int q = 0; q < 4; q++) {
+                    const int k = col - S * q;
+                    if (k >= 0 && k < 3) acc[q][j] = _mm256_add_epi32(acc[q][j], _mm256_madd_epi16(xv, wk[k]));
+                }
+            }
+        }
+    }
+    return t;
+}
+
 Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NV, const int TAIL, const int PX, const q8_dw_args *a,
                                                int32_t c0) {
     const int32_t C = a->g->in_c;
@@ -1889,7 +1925,10 @@ Q8_TARGET_AVX2 Q8_INLINE void q8_dw_avx2_group(const int SIGNED, const int NV, c
         Q8_UNROLL
         for (int q = 0; q < PX; q++) acc[q][j] = bias;
     }
-    for (int32_t t = 0; t < a->taps; t++) {
+    int32_t t = 0;
+    if (PX == 4 && a->rows3 == 1) t = q8_dw_avx2_rows3(SIGNED, NV, TAIL, 1, a, c0, last, acc);
+    else if (PX == 4 && a->rows3 == 2) t = q8_dw_avx2_rows3(SIGNED, NV, TAIL, 2, a, c0, last, acc);
+    for (; t < a->taps; t++) {
         const uint8_t *x = (const uint8_t *)(a->tap_base + a->tap_addr[t]) + c0;
         const size_t step = (size_t)a->tap_steps[t];
         const int32_t *w = a->packed + (size_t)t * (size_t)a->cp + c0;
@@ -2685,6 +2724,7 @@ void ck_dwconv_q8(int32_t isa, const ck_conv_geometry *g, const void *input, int
     a.w_off = w_off;
     a.pixel_step = g->stride_w * C;
     a.cp = cp;
+    a.rows3 = g->k_w == 3 && g->dil_w == 1 && (g->stride_w == 1 || g->stride_w == 2) ? g->stride_w : 0;
 #if CK_X86
     a.c_begin = c_begin;
 #else
