@@ -1446,49 +1446,15 @@ static void c3s2_planes_avx2(const c3s2_source *src, int32_t in_w, int32_t xs, f
     }
 }
 
-/// Output channels [oc0, oc0 + 8) of 8 pixels from plane column j0 (see c3s2_block) into `px`:
-/// pixel i's 8 channels at px[8i] (clamped to [lo, hi] unless `raw`).
-CK_TARGET_AVX2 CK_INLINE
-void c3s2_block_avx2(const ck_conv_geometry *g, const float *const *q, int32_t wp, const float *wk, const float *bias,
-                     float *px, int32_t j0, int32_t oc0, __m256 vlo, __m256 vhi, const int raw, const int KW) {
-    __m256 acc[8];
-    CK_UNROLL for (int o = 0; o < 8; o++) acc[o] = _mm256_set1_ps(bias ? bias[oc0 + o] : 0.0f);
-    for (int32_t ky = 0; ky < g->k_h; ky++) {
-        if (!q[ky]) continue;
-        const float *w = wk + (size_t)ky * KW * 3 * 8;
-        const float *x0 = q[ky] + j0;
-        CK_UNROLL for (int o = 0; o < 3 * KW; o++) {
-            const int kx = o / 3, c = o % 3;
-            const __m256 x = _mm256_loadu_ps(x0 + (size_t)((kx & 1) * 3 + c) * wp + kx / 2);
-            CK_UNROLL for (int oc = 0; oc < 8; oc++) acc[oc] = _mm256_fmadd_ps(x, _mm256_broadcast_ss(w + o * 8 + oc), acc[oc]);
-        }
-    }
-    if (!raw) CK_UNROLL for (int o = 0; o < 8; o++) acc[o] = _mm256_min_ps(_mm256_max_ps(acc[o], vlo), vhi);
-    // acc[o] lane i: channel o of pixel i → 8 pixels of 8 channels.
-    const __m256 t0 = _mm256_unpacklo_ps(acc[0], acc[1]), t1 = _mm256_unpackhi_ps(acc[0], acc[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(acc[2], acc[3]), t3 = _mm256_unpackhi_ps(acc[2], acc[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(acc[4], acc[5]), t5 = _mm256_unpackhi_ps(acc[4], acc[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(acc[6], acc[7]), t7 = _mm256_unpackhi_ps(acc[6], acc[7]);
-    // s[i]: pixels i (low half) and i + 4 (high half), channels 0-3; s[4 + i]: channels 4-7.
-    __m256 s[8];
-    s[0] = _mm256_shuffle_ps(t0, t2, 0x44); s[1] = _mm256_shuffle_ps(t0, t2, 0xEE);
-    s[2] = _mm256_shuffle_ps(t1, t3, 0x44); s[3] = _mm256_shuffle_ps(t1, t3, 0xEE);
-    s[4] = _mm256_shuffle_ps(t4, t6, 0x44); s[5] = _mm256_shuffle_ps(t4, t6, 0xEE);
-    s[6] = _mm256_shuffle_ps(t5, t7, 0x44); s[7] = _mm256_shuffle_ps(t5, t7, 0xEE);
-    CK_UNROLL for (int i = 0; i < 4; i++) {
-        _mm256_storeu_ps(px + 8 * i, _mm256_permute2f128_ps(s[i], s[4 + i], 0x20));
-        _mm256_storeu_ps(px + 8 * (i + 4), _mm256_permute2f128_ps(s[i], s[4 + i], 0x31));
-    }
-}
-
 /// Output channels [oc0, oc0 + 4) of 8·NP pixels (NP = 1 or 2 vectors of 8) from plane column j0,
-/// clamped to [lo, hi] and stored to `out` (pixel i at out + i·out_c, the first n pixels): the
-/// float layers' block. At NP = 2, 2 loads + 4 broadcasts per tap feed 8 FMAs, where
-/// c3s2_block_avx2 (8 pixels × 8 channels) needs 1 + 8 for 8: the loads, not the FMAs, bounded it.
+/// clamped to [lo, hi] and stored to `out` (pixel i at out + i·stride, the first n pixels). At NP =
+/// 2, 2 loads + 4 broadcasts per tap feed 8 FMAs, where a block of 8 pixels × 8 channels needs
+/// 1 + 8 for 8: the loads, not the FMAs, bounded it.
 /// (NP = 3, 12 accumulators, spills: slower.) Weights as ck_c3s2_pack_weights with 4-channel blocks.
 CK_TARGET_AVX2 CK_INLINE
 void c3s2_block4_avx2(const ck_conv_geometry *g, const float *const *q, int32_t wp, const float *wk, const float *bias,
-                      float *out, int32_t n, int32_t j0, int32_t oc0, __m256 vlo, __m256 vhi, const int KW, const int NP) {
+                      float *out, int32_t stride, int32_t n, int32_t j0, int32_t oc0, __m256 vlo, __m256 vhi, const int KW,
+                      const int NP) {
     __m256 acc[4][2];
     CK_UNROLL for (int o = 0; o < 4; o++) {
         const __m256 b = _mm256_set1_ps(bias ? bias[oc0 + o] : 0.0f);
@@ -1509,7 +1475,6 @@ void c3s2_block4_avx2(const ck_conv_geometry *g, const float *const *q, int32_t 
             }
         }
     }
-    const int32_t stride = g->out_c;
     CK_UNROLL for (int p = 0; p < NP; p++) {
         __m256 v[4];
         CK_UNROLL for (int o = 0; o < 4; o++) v[o] = _mm256_min_ps(_mm256_max_ps(acc[o][p], vlo), vhi);
@@ -1574,7 +1539,7 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
                     float *dst = output + ((size_t)oy * g->out_w + x0 + j0) * g->out_c;
                     for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 4) {
                         const float *w = wk + (size_t)oc0 * taps3;
-#define C3S2_BLOCK4(KW, NP) c3s2_block4_avx2(g, q, wp, w, bias, dst + oc0, n, j0, oc0, vlo, vhi, KW, NP)
+#define C3S2_BLOCK4(KW, NP) c3s2_block4_avx2(g, q, wp, w, bias, dst + oc0, g->out_c, n, j0, oc0, vlo, vhi, KW, NP)
                         if (g->k_w == 3) {
                             if (np == 2) C3S2_BLOCK4(3, 2); else C3S2_BLOCK4(3, 1);
                         } else {
@@ -1585,20 +1550,25 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
                 }
                 continue;
             }
-            for (int32_t b = 0; b < nb; b++) {
-                const int32_t j0 = 8 * b, n = ck_min(8, sw - j0);
+            // Sums for the epilogue: 16 pixels × 8 channels as two blocks of 4 channels (unclamped:
+            // the bounds are infinite), pixel i's 8 channels at px[8i].
+            const __m256 inf = _mm256_set1_ps(__builtin_inff()), minus_inf = _mm256_set1_ps(-__builtin_inff());
+            for (int32_t b = 0; b < nb; b += 2) {
+                const int32_t j0 = 8 * b, np = ck_min(2, nb - b), n = ck_min(8 * np, sw - j0);
                 const size_t pixel = (size_t)oy * g->out_w + x0 + j0;
                 for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 8) {
-                    const float *w = wk + (size_t)oc0 * taps3;
-                    float px[64] __attribute__((aligned(32)));
-                    if (g->k_w == 3) c3s2_block_avx2(g, q, wp, w, bias, px, j0, oc0, vlo, vhi, epilogue != NULL, 3);
-                    else c3s2_block_avx2(g, q, wp, w, bias, px, j0, oc0, vlo, vhi, epilogue != NULL, 5);
-                    if (epilogue) {
-                        epilogue(context, px, n, pixel, oc0);
-                    } else {
-                        for (int32_t i = 0; i < n; i++)
-                            _mm256_storeu_ps(output + (pixel + (size_t)i) * g->out_c + oc0, _mm256_load_ps(px + 8 * i));
+                    float px[128] __attribute__((aligned(32)));
+                    CK_UNROLL for (int h = 0; h < 2; h++) {
+                        const float *w = wk + (size_t)(oc0 + 4 * h) * taps3;
+#define C3S2_RAW4(KW, NP) c3s2_block4_avx2(g, q, wp, w, NULL, px + 4 * h, 8, n, j0, oc0 + 4 * h, minus_inf, inf, KW, NP)
+                        if (g->k_w == 3) {
+                            if (np == 2) C3S2_RAW4(3, 2); else C3S2_RAW4(3, 1);
+                        } else {
+                            if (np == 2) C3S2_RAW4(5, 2); else C3S2_RAW4(5, 1);
+                        }
+#undef C3S2_RAW4
                     }
+                    epilogue(context, px, n, pixel, oc0);
                 }
             }
         }
