@@ -1575,15 +1575,15 @@ void ck_c3s2_rows_avx2(const ck_conv_geometry *g, const c3s2_source *input, cons
     }
 }
 
-void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, int32_t block, float *wk) {
+void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, float *wk) {
     const int32_t taps3 = g->k_h * g->k_w * 3;
-    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += block) {
+    for (int32_t oc0 = 0; oc0 < g->out_c; oc0 += 4) {
         for (int32_t t = 0; t < taps3; t++) {
-            for (int32_t oc = 0; oc < block; oc++) {
+            for (int32_t oc = 0; oc < 4; oc++) {
                 c3s2_source f = *filter;
                 f.row = (const char *)filter->row + (size_t)(oc0 + oc) * taps3 * (filter->kind == CK_C3S2_FLOAT ? 4 : 1);
                 // Filter row (oc0 + oc) read as "input column" t / 3, channel t % 3.
-                wk[(size_t)oc0 * taps3 + (size_t)t * block + oc] = c3s2_value(&f, t / 3, t % 3);
+                wk[(size_t)oc0 * taps3 + (size_t)t * 4 + oc] = c3s2_value(&f, t / 3, t % 3);
             }
         }
     }
@@ -1600,7 +1600,7 @@ int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *in
     if (isa >= CK_ISA_AVX2 && ck_conv_c3s2_supported(g)) {
         float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
         const c3s2_source weights = {filter, CK_C3S2_FLOAT, 0}, image = {input, CK_C3S2_FLOAT, 0};
-        ck_c3s2_pack_weights(g, &weights, 4, wk);
+        ck_c3s2_pack_weights(g, &weights, wk);
         ck_c3s2_rows_avx2(g, &image, wk, bias, out_min, out_max, output, NULL, NULL, row_begin, row_end);
         return 1;
     }

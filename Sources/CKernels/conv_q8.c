@@ -853,7 +853,7 @@ size_t ck_conv_q8_c3s2_packed_count(const ck_conv_geometry *g) { return (size_t)
 void ck_conv_q8_c3s2_pack(const ck_conv_geometry *g, const void *filter, int32_t is_signed, int32_t filter_zero_point, float *packed) {
 #if CK_X86
     const c3s2_source f = {filter, is_signed ? CK_C3S2_INT8 : CK_C3S2_UINT8, filter_zero_point};
-    ck_c3s2_pack_weights(g, &f, 4, packed);
+    ck_c3s2_pack_weights(g, &f, packed);
 #else
     (void)g; (void)filter; (void)is_signed; (void)filter_zero_point; (void)packed;
 #endif
