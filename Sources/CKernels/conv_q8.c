@@ -211,7 +211,9 @@ void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter,
     const size_t block_values = (size_t)taps * (size_t)kp * CK_Q8_NR;
     const uint8_t *fu = (const uint8_t *)filter;
     const int8_t *fs = (const int8_t *)filter;
-    memset(packed, 0, (size_t)blocks * block_values * sizeof(int16_t));
+    // Zeros where nothing below writes: the last block's channels past out_c and, for an odd in_c,
+    // each row's padding input channel (written per row below); every other value is written once.
+    if (g->out_c % CK_Q8_NR) memset(packed + (size_t)(blocks - 1) * block_values, 0, block_values * sizeof(int16_t));
     int32_t chunks = 0;
 #if !CK_X86
     (void)isa;
@@ -238,6 +240,7 @@ void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter,
                 const int32_t v = (is_signed ? (int32_t)fs[row + i] : (int32_t)fu[row + i]) - filter_zero_point;
                 dst[(size_t)(i / 2) * 2 * CK_Q8_NR + (i & 1)] = (int16_t)v;
             }
+            if (k & 1) dst[(size_t)(k / 2) * 2 * CK_Q8_NR + 1] = 0;
         }
     }
 }

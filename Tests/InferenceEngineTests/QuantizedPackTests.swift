@@ -30,6 +30,23 @@ final class QuantizedPackTests: XCTestCase {
                 let plain = pack(Int32(CK_ISA_PORTABLE)), transposed = pack(Int32(CK_ISA_AVX2))
                 let difference = plain.indices.first { transposed[$0] != plain[$0] }
                 XCTAssertNil(difference, "out_c \(outputChannels) in_c \(inputChannels) k \(k) signed \(isSigned) zw \(filterZeroPoint): first difference at value \(difference ?? -1) of \(count)")
+                // Every value from the layout's definition ([block][tap][input pair][16 channels][2],
+                // w - zw as int16), the padding (channels past out_c, an odd input channel) zero: the
+                // packing writes every value of the buffer, whatever was there before.
+                let taps = k * k, pairs = (inputChannels + 1) / 2
+                var expected = [Int16](repeating: 0, count: count)
+                for oc in 0..<outputChannels {
+                    for t in 0..<taps {
+                        for i in 0..<inputChannels {
+                            let byte = filter[(oc * taps + t) * inputChannels + i]
+                            let value = (isSigned == 1 ? Int(Int8(bitPattern: byte)) : Int(byte)) - Int(filterZeroPoint)
+                            let at = (((oc / 16) * taps + t) * pairs + i / 2) * 32 + (oc % 16) * 2 + i % 2
+                            expected[at] = Int16(truncatingIfNeeded: value)
+                        }
+                    }
+                }
+                let wrong = expected.indices.first { plain[$0] != expected[$0] }
+                XCTAssertNil(wrong, "out_c \(outputChannels) in_c \(inputChannels) k \(k) signed \(isSigned) zw \(filterZeroPoint): value \(wrong ?? -1) of \(count) is \(wrong.map { plain[$0] } ?? 0), not \(wrong.map { expected[$0] } ?? 0)")
                 // The packing's own first value, read back: filter[0] - zw (int8 or uint8).
                 let first = isSigned == 1 ? Int(Int8(bitPattern: filter[0])) : Int(filter[0])
                 XCTAssertEqual(Int(plain[0]), Int(Int16(truncatingIfNeeded: first - Int(filterZeroPoint))))
