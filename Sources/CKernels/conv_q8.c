@@ -358,7 +358,7 @@ static void q8_tile_portable_4(const q8_tile_args *a) { q8_tile_portable_body(4,
 static void q8_tile_portable_1(const q8_tile_args *a) { q8_tile_portable_body(1, a); }
 
 #if CK_X86
-// ---- AVX2: 4 x 16 tiles (8 ymm accumulators), vpmaddwd + vpaddd ----
+// ---- AVX2: 6 x 16 tiles (12 ymm accumulators; 4, 2 and 1 rows for the rest), vpmaddwd + vpaddd ----
 
 Q8_TARGET_AVX2 Q8_INLINE __m256i q8_requant_avx2(__m256i x, const int32_t *p, const ck_q8_output *o) {
     const __m256i m = _mm256_loadu_si256((const __m256i *)(p + 16));
