@@ -1,4 +1,4 @@
-// A/B harness for the quantized CKernels entry points: the kernels of a base revision (every entry
+// A/B harness for the quantized CKernels entry points (and the float depthwise one): the kernels of a base revision (every entry
 // point below renamed with a `base_` prefix by scripts/kernel-ab.sh) against the working tree's,
 // called alternately in one process on the shapes of the reference models' layers. Each side runs
 // REPS times; the best time of each is printed with their ratio, and the two outputs are compared
@@ -31,7 +31,9 @@
     size_t PREFIX##ck_conv_q8_c3s2_packed_count(const ck_conv_geometry *);                                       \
     void PREFIX##ck_conv_q8_c3s2_pack(const ck_conv_geometry *, const void *, int32_t, int32_t, float *);         \
     void PREFIX##ck_conv_q8_c3s2(int32_t, const ck_conv_geometry *, const void *, int32_t, int32_t, const float *, \
-                                 const int32_t *, const ck_q8_output *, void *, int32_t, int32_t);
+                                 const int32_t *, const ck_q8_output *, void *, int32_t, int32_t);              \
+    void PREFIX##ck_dwconv_f32(int32_t, const ck_conv_geometry *, const float *, const float *, const float *,    \
+                               float *, int32_t, int32_t, float, float);
 AB_DECLARE(base_)
 
 typedef struct {
@@ -52,13 +54,16 @@ typedef struct {
     void (*c3s2_pack)(const ck_conv_geometry *, const void *, int32_t, int32_t, float *);
     void (*c3s2)(int32_t, const ck_conv_geometry *, const void *, int32_t, int32_t, const float *, const int32_t *,
                  const ck_q8_output *, void *, int32_t, int32_t);
+    void (*dw_f32)(int32_t, const ck_conv_geometry *, const float *, const float *, const float *, float *, int32_t,
+                   int32_t, float, float);
 } kernels;
 
 #define AB_KERNELS(PREFIX)                                                                                         \
     {PREFIX##ck_q8_params_count, PREFIX##ck_q8_params_pack, PREFIX##ck_q8_convert_input,                          \
      PREFIX##ck_conv_q8_packed_count, PREFIX##ck_conv_q8_pack, PREFIX##ck_q8_mark_plain, PREFIX##ck_conv_q8,       \
      PREFIX##ck_dwconv_q8_packed_count, PREFIX##ck_dwconv_q8_pack, PREFIX##ck_dwconv_q8_prepare, PREFIX##ck_dwconv_q8, \
-     PREFIX##ck_conv_q8_c3s2_packed_count, PREFIX##ck_conv_q8_c3s2_pack, PREFIX##ck_conv_q8_c3s2}
+     PREFIX##ck_conv_q8_c3s2_packed_count, PREFIX##ck_conv_q8_c3s2_pack, PREFIX##ck_conv_q8_c3s2,                  \
+     PREFIX##ck_dwconv_f32}
 static const kernels sides[2] = {AB_KERNELS(base_), AB_KERNELS()};
 
 static double now(void) {
@@ -66,6 +71,8 @@ static double now(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+static int32_t ck_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -175,6 +182,27 @@ static void depthwise(int32_t H, int32_t W, int32_t C, int32_t S, int is_signed)
     free(filter); free(x);
 }
 
+/// Float depthwise K x K convolution with depth multiplier 1 (SAME padding), stride S, ReLU6.
+static void depthwise_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) {
+    const int32_t OH = (H + S - 1) / S, OW = (W + S - 1) / S;
+    const int32_t pad_h = ck_max_i32(0, ((OH - 1) * S + K - H) / 2), pad_w = ck_max_i32(0, ((OW - 1) * S + K - W) / 2);
+    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, 1, 1, pad_h, pad_w};
+    float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *b = xmalloc((size_t)C * 4);
+    srand(3);
+    for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
+    for (int32_t i = 0; i < K * K * C; i++) w[i] = (float)(rand() % 2001 - 1000) / 1000.0f;
+    for (int32_t i = 0; i < C; i++) b[i] = (float)(rand() % 201 - 100) / 100.0f;
+    float *out[2];
+    for (int s = 0; s < 2; s++) out[s] = xmalloc((size_t)OH * OW * C * 4);
+    double best[2] = {1e9, 1e9};
+    AB_TIME(best, sides[s].dw_f32(CK_ISA_AVX2, &g, x, w, b, out[s], 0, OH, 0.0f, 6.0f));
+    char label[64];
+    snprintf(label, sizeof label, "float depthwise %dx%d C=%d %dx%d s%d", H, W, C, K, K, S);
+    report(label, best, (const uint8_t **)out, (size_t)OH * OW * C * 4);
+    for (int s = 0; s < 2; s++) free(out[s]);
+    free(x); free(w); free(b);
+}
+
 /// First layer: 3 channels, stride 2, K x K filter (VALID for 3, SAME for 5), N outputs.
 static void first_layer(int32_t H, int32_t K, int32_t N, int is_signed) {
     const int32_t OH = H / 2, pad = K == 5 ? 1 : 0;
@@ -225,6 +253,15 @@ int main(int argc, char **argv) {
     if (all || !strcmp(which, "first")) {
         first_layer(224, 3, 32, 1); first_layer(224, 3, 32, 0); first_layer(224, 3, 8, 0); first_layer(257, 3, 32, 0);
         first_layer(128, 5, 24, 0);
+    }
+    if (all || !strcmp(which, "float-depthwise")) {
+        // BlazeFace's (64 x 64 x 24 ... 8 x 8 x 96, the 28-, 36- and 42-channel ones with a partial chunk),
+        // mobilenet_v1_0.25's, DeepLab's and the selfie models' shapes
+        depthwise_f32(64, 64, 24, 3, 1); depthwise_f32(64, 64, 28, 3, 2); depthwise_f32(32, 32, 36, 3, 1);
+        depthwise_f32(32, 32, 42, 3, 2); depthwise_f32(16, 16, 80, 3, 1); depthwise_f32(8, 8, 96, 3, 1);
+        depthwise_f32(112, 112, 16, 3, 1); depthwise_f32(56, 56, 32, 3, 1); depthwise_f32(28, 28, 64, 3, 1);
+        depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(7, 7, 256, 3, 1); depthwise_f32(112, 112, 32, 3, 2);
+        depthwise_f32(129, 129, 144, 3, 1); depthwise_f32(65, 65, 192, 3, 1); depthwise_f32(64, 64, 16, 5, 1);
     }
     return 0;
 }
