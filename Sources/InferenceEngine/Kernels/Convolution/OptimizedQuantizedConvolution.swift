@@ -226,7 +226,8 @@ struct OptimizedQuantizedConvKernel: Kernel {
         }
         if let firstLayer {
             let rows = Int(geometry.out_h)
-            let pieces = min(rows, io.parallel.isShort(work: runWork) ? io.parallel.threadCount : 16)
+            // One call per image at one thread (each call fills its ring of input planes again).
+            let pieces = io.parallel.threadCount == 1 ? 1 : min(rows, io.parallel.isShort(work: runWork) ? io.parallel.threadCount : 16)
             params.withUnsafeBufferPointer { params in
                 firstLayer.withUnsafeBufferPointer { weights in
                     guard let p = params.baseAddress, let w = weights.baseAddress else { return }
