@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The quantized CKernels (and the float depthwise one) of git revision BASE against the working tree's, called alternately in one
+# The quantized CKernels (and the float depthwise and max pool ones) of git revision BASE against the working tree's, called alternately in one
 # process on the shapes of the reference models' layers (scripts/kernel-ab/kernel_ab.c: best of REPS
 # calls of each, outputs compared byte for byte). On a machine whose speed drifts in phases of
 # seconds (docs/PERFORMANCE.md, session 15) this comparison holds still where runs of two binaries
 # one after the other do not. x86-64 with AVX2 only.
-# Usage: scripts/kernel-ab.sh BASE [gemm|depthwise|first|float-depthwise|all] [REPS]   (e.g. scripts/kernel-ab.sh HEAD~3 depthwise)
+# Usage: scripts/kernel-ab.sh BASE [gemm|depthwise|first|float-depthwise|float-pool|all] [REPS]   (e.g. scripts/kernel-ab.sh HEAD~3 depthwise)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:?usage: scripts/kernel-ab.sh BASE [gemm|depthwise|first|float-depthwise|all] [REPS]}
+base=${1:?usage: scripts/kernel-ab.sh BASE [gemm|depthwise|first|float-depthwise|float-pool|all] [REPS]}
 which=${2:-all}
 reps=${3:-300}
 CC=${CC:-clang}
@@ -19,7 +19,7 @@ mkdir -p "$tmp/base"
 git archive "$base" Sources/CKernels | tar -x -C "$tmp/base"
 entries="ck_q8_params_count ck_q8_params_pack ck_q8_convert_input ck_conv_q8_packed_count ck_conv_q8_pack ck_q8_mark_plain
 ck_conv_q8 ck_dwconv_q8_packed_count ck_dwconv_q8_pack ck_dwconv_q8_prepare ck_dwconv_q8 ck_conv_q8_c3s2_packed_count
-ck_conv_q8_c3s2_pack ck_conv_q8_c3s2 ck_dwconv_f32"
+ck_conv_q8_c3s2_pack ck_conv_q8_c3s2 ck_dwconv_f32 ck_maxpool_f32"
 renames=() keep=()
 for e in $entries; do renames+=("-D$e=base_$e"); keep+=("--keep-global-symbol=base_$e"); done
 objects=()

@@ -355,10 +355,20 @@ final class OptimizedFloatKernelTests: XCTestCase {
 
     func testMaxPoolMatchesReferenceExactly() throws {
         var rng = SeededGenerator(seed: 45)
-        for (h, w, c, k, stride, padding) in [(9, 8, 28, 2, 2, Padding.same), (7, 7, 17, 3, 2, .valid), (5, 6, 40, 3, 1, .same)] {
+        // 2 × 2 stride-2 windows inside the image take AVX2's unrolled path: channel tails of 4, 2
+        // (42) and 2 + 1 (11), odd widths and heights (a last partial window), signed zeros in the first window's
+        // first and last channels.
+        for (h, w, c, k, stride, padding) in [(9, 8, 28, 2, 2, Padding.same), (7, 7, 17, 3, 2, .valid), (5, 6, 40, 3, 1, .same),
+                                              (8, 10, 42, 2, 2, .valid), (7, 9, 11, 2, 2, .same)] {
             var values = random(2 * h * w * c, &rng, range: -3...3)
             values[3] = .nan
             values[c + 5] = -.infinity
+            for channel in [0, c - 1] {  // the first window: -0, +0, -0, -1 (the first zero wins)
+                values[channel] = -0.0
+                values[c + channel] = 0.0
+                values[w * c + channel] = -0.0
+                values[w * c + c + channel] = -1
+            }
             let input = TensorValue.float32(values, shape: [2, h, w, c])
             var o = Pool2DOptions()
             o.padding = padding

@@ -33,7 +33,9 @@
     void PREFIX##ck_conv_q8_c3s2(int32_t, const ck_conv_geometry *, const void *, int32_t, int32_t, const float *, \
                                  const int32_t *, const ck_q8_output *, void *, int32_t, int32_t);              \
     void PREFIX##ck_dwconv_f32(int32_t, const ck_conv_geometry *, const float *, const float *, const float *,    \
-                               float *, int32_t, int32_t, float, float);
+                               float *, int32_t, int32_t, float, float);                                         \
+    void PREFIX##ck_maxpool_f32(int32_t, const ck_conv_geometry *, const float *, float *, int32_t, int32_t, float, \
+                                float);
 AB_DECLARE(base_)
 
 typedef struct {
@@ -56,6 +58,7 @@ typedef struct {
                  const ck_q8_output *, void *, int32_t, int32_t);
     void (*dw_f32)(int32_t, const ck_conv_geometry *, const float *, const float *, const float *, float *, int32_t,
                    int32_t, float, float);
+    void (*maxpool_f32)(int32_t, const ck_conv_geometry *, const float *, float *, int32_t, int32_t, float, float);
 } kernels;
 
 #define AB_KERNELS(PREFIX)                                                                                         \
@@ -63,7 +66,7 @@ typedef struct {
      PREFIX##ck_conv_q8_packed_count, PREFIX##ck_conv_q8_pack, PREFIX##ck_q8_mark_plain, PREFIX##ck_conv_q8,       \
      PREFIX##ck_dwconv_q8_packed_count, PREFIX##ck_dwconv_q8_pack, PREFIX##ck_dwconv_q8_prepare, PREFIX##ck_dwconv_q8, \
      PREFIX##ck_conv_q8_c3s2_packed_count, PREFIX##ck_conv_q8_c3s2_pack, PREFIX##ck_conv_q8_c3s2,                  \
-     PREFIX##ck_dwconv_f32}
+     PREFIX##ck_dwconv_f32, PREFIX##ck_maxpool_f32}
 static const kernels sides[2] = {AB_KERNELS(base_), AB_KERNELS()};
 
 static double now(void) {
@@ -203,6 +206,24 @@ static void depthwise_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S)
     free(x); free(w); free(b);
 }
 
+/// Float max pooling, K x K windows, stride S, VALID, no clamp.
+static void maxpool_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) {
+    const int32_t OH = (H - K) / S + 1, OW = (W - K) / S + 1;
+    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, 1, 1, 0, 0};
+    float *x = xmalloc((size_t)H * W * C * 4);
+    srand(4);
+    for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
+    float *out[2];
+    for (int s = 0; s < 2; s++) out[s] = xmalloc((size_t)OH * OW * C * 4);
+    double best[2] = {1e9, 1e9};
+    AB_TIME(best, sides[s].maxpool_f32(CK_ISA_AVX2, &g, x, out[s], 0, OH, -3.4e38f, 3.4e38f));
+    char label[64];
+    snprintf(label, sizeof label, "float max pool %dx%d C=%d %dx%d s%d", H, W, C, K, K, S);
+    report(label, best, (const uint8_t **)out, (size_t)OH * OW * C * 4);
+    for (int s = 0; s < 2; s++) free(out[s]);
+    free(x);
+}
+
 /// First layer: 3 channels, stride 2, K x K filter (VALID for 3, SAME for 5), N outputs.
 static void first_layer(int32_t H, int32_t K, int32_t N, int is_signed) {
     const int32_t OH = H / 2, pad = K == 5 ? 1 : 0;
@@ -262,6 +283,10 @@ int main(int argc, char **argv) {
         depthwise_f32(112, 112, 16, 3, 1); depthwise_f32(56, 56, 32, 3, 1); depthwise_f32(28, 28, 64, 3, 1);
         depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(7, 7, 256, 3, 1); depthwise_f32(112, 112, 32, 3, 2);
         depthwise_f32(129, 129, 144, 3, 1); depthwise_f32(65, 65, 192, 3, 1); depthwise_f32(64, 64, 16, 5, 1);
+    }
+    if (all || !strcmp(which, "float-pool")) {
+        // BlazeFace's stride-2 pools, a 3 x 3 one
+        maxpool_f32(64, 64, 28, 2, 2); maxpool_f32(32, 32, 42, 2, 2); maxpool_f32(16, 16, 88, 2, 2); maxpool_f32(33, 33, 32, 3, 2);
     }
     return 0;
 }
