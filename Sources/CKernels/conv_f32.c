@@ -2234,8 +2234,8 @@ static void dw_rows_avx512(const ck_conv_geometry *g, const float *input, int32_
 // block give 8 independent chains of 9 FMAs. One row at a time, the 4 chains of 9 dependent FMAs
 // (4 cycles each) took 36 cycles per block where the FMA ports need 18: 64 × 64 × 24 ran at
 // 14–19 GMAC/s. The channels past the last whole chunk (BlazeFace's 28, 36 and 42) run the same
-// blocks with masked loads and stores instead of a generic loop that checked every tap. 3 × 3
-// stride-1 "same" rows of at least 8 columns run a 4-column block at each end whose column outside
+// blocks with masked loads and stores instead of a generic loop that checked every tap. Stride-1
+// "same" rows of at least 8 columns run a 4-column block at each end whose column outside
 // the image is skipped at compile time (no tap, as the reference) and unchecked blocks between,
 // instead of checking each column's position (kernel-ab, float-depthwise: 0.74–0.91×).
 
@@ -2247,6 +2247,7 @@ void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, int32_t o
                const int D, const int R, const int CHECK, const int MASKED, const int EDGE) {
     enum { LMAX = 3 * 2 + 4 * 4 + 1 };
     const int L = (N - 1) * S + (K - 1) * D + 1;
+    const int P = (K - 1) * D / 2;  // EDGE 1: columns i < P lie left of the image; EDGE 2: i >= L - P right of it
     const int32_t ix0 = ox * S - r->pad_left;
     const size_t C = r->C;
     const __m256 vb = !r->bias ? _mm256_setzero_ps()
@@ -2257,7 +2258,7 @@ void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, int32_t o
         const float *row = r->taps[e].in + r->c0;
         __m256 x[LMAX];
         CK_UNROLL for (int i = 0; i < L; i++) {
-            if ((EDGE == 1 && i == 0) || (EDGE == 2 && i == L - 1)) continue;
+            if ((EDGE == 1 && i < P) || (EDGE == 2 && i >= L - P)) continue;
             const int32_t ix = ix0 + i;
             const float *p = (!CHECK || (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
             x[i] = MASKED ? _mm256_maskload_ps(p, mask) : _mm256_loadu_ps(p);
@@ -2270,7 +2271,7 @@ void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, int32_t o
                 const __m256 wv = MASKED ? _mm256_maskload_ps(w + (size_t)kx * C, mask) : _mm256_loadu_ps(w + (size_t)kx * C);
                 CK_UNROLL for (int j = 0; j < N; j++) {
                     const int i = j * S + kx * D;
-                    if ((EDGE == 1 && i == 0) || (EDGE == 2 && i == L - 1)) continue;  // outside the image: no tap
+                    if ((EDGE == 1 && i < P) || (EDGE == 2 && i >= L - P)) continue;  // outside the image: no tap
                     acc[q][j] = _mm256_fmadd_ps(x[i], wv, acc[q][j]);
                 }
             }
@@ -2290,9 +2291,10 @@ void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, int32_t o
 CK_TARGET_AVX2 CK_INLINE
 void dwy_chunk_impl(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, const int K, const int S, const int D,
                     const int R, const int MASKED) {
-    if (K == 3 && S == 1 && D == 1 && r->pad_left == 1 && r->in_w == r->out_w && r->out_w >= 8) {
-        // "Same" rows of at least 8 columns: a 4-column block at each end whose one column outside
-        // the image is skipped at compile time (no tap, as the reference), unchecked blocks between.
+    if (S == 1 && r->pad_left == (K - 1) * D / 2 && r->in_w == r->out_w && r->out_w >= 8) {
+        // "Same" stride-1 rows of at least 8 columns: a 4-column block at each end whose columns
+        // outside the image are skipped at compile time (no tap, as the reference), unchecked
+        // blocks between.
         dwy_block(r, vlo, vhi, mask, 0, 4, K, S, D, R, 0, MASKED, 1);
         for (int32_t ox = 4; ox < r->out_w - 4;) {
             const int32_t n = dw_block_size(r->out_w - 4 - ox, 4);

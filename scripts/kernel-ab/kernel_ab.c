@@ -185,11 +185,11 @@ static void depthwise(int32_t H, int32_t W, int32_t C, int32_t S, int is_signed)
     free(filter); free(x);
 }
 
-/// Float depthwise K x K convolution with depth multiplier 1 (SAME padding), stride S, ReLU6.
-static void depthwise_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) {
-    const int32_t OH = (H + S - 1) / S, OW = (W + S - 1) / S;
-    const int32_t pad_h = ck_max_i32(0, ((OH - 1) * S + K - H) / 2), pad_w = ck_max_i32(0, ((OW - 1) * S + K - W) / 2);
-    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, 1, 1, pad_h, pad_w};
+/// Float depthwise K x K convolution with depth multiplier 1 (SAME padding), stride S, dilation D, ReLU6.
+static void depthwise_f32_dilated(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S, int32_t D) {
+    const int32_t OH = (H + S - 1) / S, OW = (W + S - 1) / S, span = (K - 1) * D + 1;
+    const int32_t pad_h = ck_max_i32(0, ((OH - 1) * S + span - H) / 2), pad_w = ck_max_i32(0, ((OW - 1) * S + span - W) / 2);
+    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, D, D, pad_h, pad_w};
     float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *b = xmalloc((size_t)C * 4);
     srand(3);
     for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
@@ -200,11 +200,13 @@ static void depthwise_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S)
     double best[2] = {1e9, 1e9};
     AB_TIME(best, sides[s].dw_f32(CK_ISA_AVX2, &g, x, w, b, out[s], 0, OH, 0.0f, 6.0f));
     char label[64];
-    snprintf(label, sizeof label, "float depthwise %dx%d C=%d %dx%d s%d", H, W, C, K, K, S);
+    snprintf(label, sizeof label, "float depthwise %dx%d C=%d %dx%d s%d d%d", H, W, C, K, K, S, D);
     report(label, best, (const uint8_t **)out, (size_t)OH * OW * C * 4);
     for (int s = 0; s < 2; s++) free(out[s]);
     free(x); free(w); free(b);
 }
+
+static void depthwise_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) { depthwise_f32_dilated(H, W, C, K, S, 1); }
 
 /// Float max pooling, K x K windows, stride S, VALID, no clamp.
 static void maxpool_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) {
@@ -283,6 +285,7 @@ int main(int argc, char **argv) {
         depthwise_f32(112, 112, 16, 3, 1); depthwise_f32(56, 56, 32, 3, 1); depthwise_f32(28, 28, 64, 3, 1);
         depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(7, 7, 256, 3, 1); depthwise_f32(112, 112, 32, 3, 2);
         depthwise_f32(129, 129, 144, 3, 1); depthwise_f32(65, 65, 192, 3, 1); depthwise_f32(64, 64, 16, 5, 1);
+        depthwise_f32(16, 16, 128, 5, 1); depthwise_f32_dilated(33, 33, 288, 3, 1, 2); depthwise_f32_dilated(33, 33, 480, 3, 1, 4);
     }
     if (all || !strcmp(which, "float-pool")) {
         // BlazeFace's stride-2 pools, a 3 x 3 one
