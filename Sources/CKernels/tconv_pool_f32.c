@@ -183,7 +183,9 @@ static void maxpool_avx512(const ck_conv_geometry *g, const float *input, float 
         for (int32_t y = y0; y < y1; y++)
             for (int32_t x = x0; x < x1; x++)
                 m = _mm512_max_ps(_mm512_mask_loadu_ps(m, mask, input + ((size_t)y * g->in_w + x) * C + c), m); // a NaN input is skipped, as std::max
-        _mm512_mask_storeu_ps(out + c, mask, _mm512_min_ps(_mm512_max_ps(m, vlo), vhi));
+        // min(hi, max(lo, m)) with lo and hi first, as maxpool_rows_avx2: a -0 maximum stays -0 under
+        // a 0 floor (max returns its second operand on equal inputs), as the scalar's clamp.
+        _mm512_mask_storeu_ps(out + c, mask, _mm512_min_ps(vhi, _mm512_max_ps(vlo, m)));
     }
 }
 #endif
