@@ -2287,6 +2287,30 @@ void dwy_block(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, int32_t o
     }
 }
 
+/// 8 output columns from column ox of a one-row pass, every tap inside the image, a whole chunk
+/// (8 live channels): 8 independent chains of FMAs where a 4-column block has 4, whose latency
+/// (K·k_h dependent FMAs each) bounded it below the FMA ports' rate. The inputs are loaded where the
+/// FMAs read them (the 8 accumulators and the weight take 9 of the 16 registers), in the same tap
+/// order as dwy_block, so the same values.
+CK_TARGET_AVX2 CK_INLINE
+void dwy_block8(const dw_pass *r, __m256 vlo, __m256 vhi, int32_t ox, const int K, const int S, const int D) {
+    const int32_t ix0 = ox * S - r->pad_left;
+    const size_t C = r->C;
+    const __m256 vb = r->bias ? _mm256_loadu_ps(r->bias + r->c0) : _mm256_setzero_ps();
+    __m256 acc[8];
+    CK_UNROLL for (int j = 0; j < 8; j++) acc[j] = vb;
+    for (int32_t e = 0; e < r->ntaps; e++) {
+        const float *row = r->taps[e].in + r->c0 + (size_t)ix0 * C, *w = r->taps[e].w[0] + r->c0;
+        CK_UNROLL for (int kx = 0; kx < K; kx++) {
+            const __m256 wv = _mm256_loadu_ps(w + (size_t)kx * C);
+            CK_UNROLL for (int j = 0; j < 8; j++)
+                acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(row + (size_t)(j * S + kx * D) * C), wv, acc[j]);
+        }
+    }
+    float *o = r->out[0] + r->c0 + (size_t)ox * C;
+    CK_UNROLL for (int j = 0; j < 8; j++) _mm256_storeu_ps(o + (size_t)j * C, _mm256_min_ps(_mm256_max_ps(acc[j], vlo), vhi));
+}
+
 /// One chunk of the pass's rows: checked blocks where taps leave the image, unchecked between.
 CK_TARGET_AVX2 CK_INLINE
 void dwy_chunk_impl(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, const int K, const int S, const int D,
@@ -2297,8 +2321,9 @@ void dwy_chunk_impl(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, cons
         // blocks between.
         dwy_block(r, vlo, vhi, mask, 0, 4, K, S, D, R, 0, MASKED, 1);
         for (int32_t ox = 4; ox < r->out_w - 4;) {
-            const int32_t n = dw_block_size(r->out_w - 4 - ox, 4);
+            const int32_t n = dw_block_size(r->out_w - 4 - ox, R == 1 && !MASKED ? 8 : 4);
             switch (n) {
+            case 8: if (R == 1 && !MASKED) dwy_block8(r, vlo, vhi, ox, K, S, D); break;
             case 4: dwy_block(r, vlo, vhi, mask, ox, 4, K, S, D, R, 0, MASKED, 0); break;
             case 2: dwy_block(r, vlo, vhi, mask, ox, 2, K, S, D, R, 0, MASKED, 0); break;
             default: dwy_block(r, vlo, vhi, mask, ox, 1, K, S, D, R, 0, MASKED, 0); break;
@@ -2320,9 +2345,10 @@ void dwy_chunk_impl(const dw_pass *r, __m256 vlo, __m256 vhi, __m256i mask, cons
     }
     const int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
     while (ox < r->out_w) {
-        const int32_t n = dw_block_size((ox < right ? right : r->out_w) - ox, 4);
+        const int32_t n = dw_block_size((ox < right ? right : r->out_w) - ox, R == 1 && !MASKED && ox < right ? 8 : 4);
         const int check = ox >= right;
         switch (n * 2 + check) {
+        case 16: if (R == 1 && !MASKED) dwy_block8(r, vlo, vhi, ox, K, S, D); break;
         case 8: dwy_block(r, vlo, vhi, mask, ox, 4, K, S, D, R, 0, MASKED, 0); break;
         case 9: dwy_block(r, vlo, vhi, mask, ox, 4, K, S, D, R, 1, MASKED, 0); break;
         case 4: dwy_block(r, vlo, vhi, mask, ox, 2, K, S, D, R, 0, MASKED, 0); break;
@@ -2392,6 +2418,41 @@ static void dwy_chunk(const dw_pass *r, int variant, int32_t live, int pairs, __
     }
 }
 
+/// A one-row "same" stride-1 pass of whole chunks (C a multiple of 8), block by block within
+/// groups of CK_DWY_GROUP chunks: each column block runs every chunk of the group before the next
+/// block, so the group's input lines (taps rows × the block's columns × 256 bytes) stay in L1
+/// between the chunks and blocks that read them. Each output is the same blocks' tap order, so the
+/// same values as chunk by chunk.
+#define CK_DWY_GROUP 8
+CK_TARGET_AVX2 CK_INLINE
+void dwy_groups_impl(dw_pass *r, __m256 vlo, __m256 vhi, const int K, const int D) {
+    const __m256i all = _mm256_set1_epi32(-1);
+    const size_t C = r->C;
+    for (size_t g0 = 0; g0 < C; g0 += 8 * CK_DWY_GROUP) {
+        const size_t g1 = g0 + 8 * CK_DWY_GROUP < C ? g0 + 8 * CK_DWY_GROUP : C;
+        for (r->c0 = g0; r->c0 < g1; r->c0 += 8) dwy_block(r, vlo, vhi, all, 0, 4, K, 1, D, 1, 0, 0, 1);
+        int32_t ox = 4;
+        for (; ox + 8 <= r->out_w - 4; ox += 8)
+            for (r->c0 = g0; r->c0 < g1; r->c0 += 8) dwy_block8(r, vlo, vhi, ox, K, 1, D);
+        for (; ox < r->out_w - 4; ox++)
+            for (r->c0 = g0; r->c0 < g1; r->c0 += 8) dwy_block(r, vlo, vhi, all, ox, 1, K, 1, D, 1, 0, 0, 0);
+        for (r->c0 = g0; r->c0 < g1; r->c0 += 8) dwy_block(r, vlo, vhi, all, r->out_w - 4, 4, K, 1, D, 1, 0, 0, 2);
+    }
+}
+
+/// Whether dwy_groups runs a pass (see there): dilated 3 × 3 "same" rows of at least 8 columns and
+/// 64 or more channels in whole chunks.
+static int dwy_grouped(const ck_conv_geometry *g, int variant) {
+    return (variant == DW_K3D2 || variant == DW_K3D4) && g->in_c >= 64 && g->in_c % 8 == 0
+           && g->pad_left == g->dil_w && g->in_w == g->out_w && g->out_w >= 8;
+}
+
+CK_TARGET_AVX2
+static void dwy_groups(dw_pass *r, int variant, __m256 vlo, __m256 vhi) {
+    if (variant == DW_K3D2) dwy_groups_impl(r, vlo, vhi, 3, 2);
+    else dwy_groups_impl(r, vlo, vhi, 3, 4);
+}
+
 CK_TARGET_AVX2
 static void dw_rows_avx2(const ck_conv_geometry *g, const float *input, int32_t ring, const float *weights,
                          const float *bias, float *output, int32_t row_begin, int32_t row_end, float lo, float hi) {
@@ -2399,13 +2460,15 @@ static void dw_rows_avx2(const ck_conv_geometry *g, const float *input, int32_t 
     const int variant = dw_variant(g);
     const int32_t C = g->in_c;
     const int pairs = variant == DW_K3S1 && g->stride_h == 1 && g->dil_h == 1;
+    const int grouped = dwy_grouped(g, variant);
     dw_tap_row taps[2 * CK_MAX_TAPS];
     dw_pass r;
     dw_pass_init(&r, g, bias);
     for (int32_t oy = row_begin; oy < row_end;) {
         const int32_t rows = pairs && oy + 1 < row_end ? 2 : 1;
         dw_pass_rows(&r, taps, g, input, ring, weights, output, oy, rows, 1);
-        for (r.c0 = 0; (int32_t)r.c0 < C; r.c0 += 8) dwy_chunk(&r, variant, ck_min(8, C - (int32_t)r.c0), rows == 2, vlo, vhi);
+        if (grouped) dwy_groups(&r, variant, vlo, vhi);
+        else for (r.c0 = 0; (int32_t)r.c0 < C; r.c0 += 8) dwy_chunk(&r, variant, ck_min(8, C - (int32_t)r.c0), rows == 2, vlo, vhi);
         oy += rows;
     }
 }
