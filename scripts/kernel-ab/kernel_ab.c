@@ -286,6 +286,9 @@ int main(int argc, char **argv) {
         depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(7, 7, 256, 3, 1); depthwise_f32(112, 112, 32, 3, 2);
         depthwise_f32(129, 129, 144, 3, 1); depthwise_f32(65, 65, 192, 3, 1); depthwise_f32(64, 64, 16, 5, 1);
         depthwise_f32(16, 16, 128, 5, 1); depthwise_f32_dilated(33, 33, 288, 3, 1, 2); depthwise_f32_dilated(33, 33, 480, 3, 1, 4);
+        // deeplabv3.tflite's (257 x 257 input): 129 x 129 x 16, the stride-2 ones, 65 x 65 x 72, 33 x 33 x 96 and 192
+        depthwise_f32(129, 129, 16, 3, 1); depthwise_f32(129, 129, 48, 3, 2); depthwise_f32(65, 65, 72, 3, 1);
+        depthwise_f32(65, 65, 72, 3, 2); depthwise_f32(33, 33, 96, 3, 1); depthwise_f32_dilated(33, 33, 192, 3, 1, 2);
     }
     if (all || !strcmp(which, "float-pool")) {
         // BlazeFace's stride-2 pools, a 3 x 3 one
