@@ -220,20 +220,33 @@ static void qadd_portable(const ck_qadd_params *p, const uint8_t *a, const uint8
 
 #if CK_X86
 /// Vector SaturatingRoundingDoublingHighMul (the multiplier is positive, so the INT32_MIN² case
-/// cannot occur): 64-bit products of even and odd lanes, nudge, division by 2^31 toward zero.
+/// cannot occur). The scalar's nudge-and-truncate, (ab + 2^30) / 2^31 toward zero for ab >= 0 and
+/// (ab + 1 - 2^30) / 2^31 toward zero for ab < 0, is floor((ab + 2^30) / 2^31) in both cases (for a
+/// negative y, y / 2^31 toward zero is floor((y + 2^31 - 1) / 2^31)): bits 31-62 of ab + 2^30.
+/// Even lanes' 64-bit products shift right by 31 into their low half, odd lanes' left by 1 into
+/// their high half.
 CK_TARGET_AVX512
 static inline __m512i qadd_high_mul_avx512(__m512i x, __m512i m) {
-    const __m512i pos = _mm512_set1_epi64((int64_t)1 << 30), neg = _mm512_set1_epi64(1 - ((int64_t)1 << 30));
-    const __m512i bias = _mm512_set1_epi64(((int64_t)1 << 31) - 1);
-    __m512i even = _mm512_mul_epi32(x, m);
-    __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m);
-    even = _mm512_add_epi64(even, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(even, _mm512_setzero_si512()), pos, neg));
-    odd = _mm512_add_epi64(odd, _mm512_mask_blend_epi64(_mm512_cmplt_epi64_mask(odd, _mm512_setzero_si512()), pos, neg));
-    // Truncating division by 2^31: add 2^31 - 1 to negative values before the arithmetic shift.
-    even = _mm512_srai_epi64(_mm512_add_epi64(even, _mm512_maskz_mov_epi64(_mm512_cmplt_epi64_mask(even, _mm512_setzero_si512()), bias)), 31);
-    odd = _mm512_srai_epi64(_mm512_add_epi64(odd, _mm512_maskz_mov_epi64(_mm512_cmplt_epi64_mask(odd, _mm512_setzero_si512()), bias)), 31);
-    // Low 32 bits of each 64-bit result back into lanes 2i (even) and 2i+1 (odd).
-    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    const __m512i nudge = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i even = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, m), nudge), 31);
+    const __m512i odd = _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), m), nudge), 1);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, even, odd);
+}
+
+/// t[idx] for 16 indices in [0, 256) from registers, without a gather (a 16-lane gather costs
+/// Zen 4 about as much as the rest of qadd_avx512's arithmetic twice over): eight two-register
+/// permutes of 32 entries each (index bits 0-4), then blends on bits 5, 6 and 7.
+CK_TARGET_AVX512
+static inline __m512i qadd_lookup_avx512(const int32_t *t, __m512i idx) {
+    __m512i q[4];
+    const __mmask16 b5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+    for (int k = 0; k < 4; k++) {
+        const __m512i lo = _mm512_permutex2var_epi32(_mm512_loadu_si512(t + 64 * k), idx, _mm512_loadu_si512(t + 64 * k + 16));
+        const __m512i hi = _mm512_permutex2var_epi32(_mm512_loadu_si512(t + 64 * k + 32), idx, _mm512_loadu_si512(t + 64 * k + 48));
+        q[k] = _mm512_mask_blend_epi32(b5, lo, hi);
+    }
+    const __mmask16 b6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64)), b7 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(128));
+    return _mm512_mask_blend_epi32(b7, _mm512_mask_blend_epi32(b6, q[0], q[1]), _mm512_mask_blend_epi32(b6, q[2], q[3]));
 }
 
 CK_TARGET_AVX512
@@ -250,7 +263,7 @@ static void qadd_avx512(const ck_qadd_params *p, const uint8_t *a, const uint8_t
     for (; i + 16 <= end; i += 16) {
         const __m512i ia = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
         const __m512i ib = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i)));
-        const __m512i raw = _mm512_add_epi32(_mm512_i32gather_epi32(ia, p->table1, 4), _mm512_i32gather_epi32(ib, p->table2, 4));
+        const __m512i raw = _mm512_add_epi32(qadd_lookup_avx512(p->table1, ia), qadd_lookup_avx512(p->table2, ib));
         __m512i v = qadd_high_mul_avx512(raw, m);
         if (e >= 31) {
             v = _mm512_setzero_si512();
