@@ -1031,11 +1031,50 @@ void ck_q8_mark_plain(const ck_conv_geometry *g, const void *filter, int32_t is_
 
 #if CK_X86
 /// ck_conv_q8b_pack's operand bytes of block `b` with AVX-512: each 64-byte line of the layout (one
-/// group of 4 input channels of the block's 16 output channels) is one 16-word gather from the
-/// block's filter rows, written once (no zeroing pass, no 4-byte scattered writes). Rows past out_c
-/// and bytes past in_c are 0, as in the plain C version; a group with bytes past in_c is composed
-/// in C. Also returns each row's sum of operand bytes, read as int8 (`signed_sum`) or uint8, in
-/// `sums` (wrapping like the plain C sums).
+/// group of 4 input channels of the block's 16 output channels) holds one dword of each of the
+/// block's 16 filter rows. Sixteen groups at a time are one 16 x 16 dword transpose of 64-byte row
+/// loads (masked to the full groups left; 64 shuffles per 16 lines, where a 16-word gather per line
+/// cost Zen 4 about 3 times as long), the last full groups as such gathers. Each line is written
+/// once (no zeroing pass, no 4-byte scattered writes). Rows past out_c and bytes past in_c are 0, as
+/// in the plain C version; a group with bytes past in_c is composed in C. Also returns each row's
+/// sum of operand bytes, read as int8 (`signed_sum`) or uint8, in `sums` (wrapping like the plain
+/// C sums).
+/// Transposes 16 rows of 16 dwords in place: r[l] becomes dword l of every row (row j in lane j).
+Q8_TARGET_AVX512 Q8_INLINE void q8_transpose16x16_epi32(__m512i *r) {
+    __m512i t[16];
+    // t[j], t[j + 1] (j even): rows j and j + 1 interleaved, dwords {0, 1} and {2, 3} of each 128-bit lane.
+    Q8_UNROLL
+    for (int j = 0; j < 16; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+    }
+    // r[j + c] (j = 4a): rows 4a..4a+3, in each 128-bit lane q their dword 4q + e, e = {0, 2, 1, 3}[c].
+    Q8_UNROLL
+    for (int j = 0; j < 16; j += 4) {
+        Q8_UNROLL
+        for (int h = 0; h < 2; h++) {
+            r[j + h] = _mm512_unpacklo_epi64(t[j + h], t[j + 2 + h]);
+            r[j + 2 + h] = _mm512_unpackhi_epi64(t[j + h], t[j + 2 + h]);
+        }
+    }
+    // Then the 128-bit lanes: lane q of the four row quads' r[4a + c] make line 4q + e.
+    Q8_UNROLL
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88);      // quads 0, 1: lanes 0, 2
+        t[4 + c] = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xDD);  // quads 0, 1: lanes 1, 3
+        t[8 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xDD);
+    }
+    static const int e[4] = {0, 2, 1, 3};
+    Q8_UNROLL
+    for (int c = 0; c < 4; c++) {
+        r[e[c]] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88);
+        r[4 + e[c]] = _mm512_shuffle_i32x4(t[4 + c], t[12 + c], 0x88);
+        r[8 + e[c]] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xDD);
+        r[12 + e[c]] = _mm512_shuffle_i32x4(t[4 + c], t[12 + c], 0xDD);
+    }
+}
+
 Q8_TARGET_AVX512
 static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *bytes, uint32_t flip, int32_t signed_sum,
                                   int32_t b, int8_t *packed, uint32_t *sums) {
@@ -1054,6 +1093,19 @@ static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *byte
         int8_t *dst = packed + ((size_t)b * taps + t) * (size_t)groups * CK_Q8_NR * 4;
         const uint8_t *src = bytes + (size_t)b * CK_Q8_NR * row + (size_t)t * k;
         int32_t i = 0;
+        for (; i + 16 <= full; i += 16) {
+            __m512i r[16];
+            Q8_UNROLL
+            for (int32_t j = 0; j < 16; j++)
+                r[j] = j < rows ? _mm512_loadu_si512(src + (size_t)j * row + 4 * (size_t)i) : _mm512_setzero_si512();
+            q8_transpose16x16_epi32(r);
+            Q8_UNROLL
+            for (int32_t l = 0; l < 16; l++) {
+                const __m512i w = _mm512_maskz_xor_epi32(live, r[l], vflip);
+                _mm512_storeu_si512(dst + (size_t)(i + l) * 64, w);
+                Q8B_SUM(w);
+            }
+        }
         for (; i < full; i++) {
             __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, src + 4 * (size_t)i, 1);
             w = _mm512_maskz_xor_epi32(live, w, vflip);
