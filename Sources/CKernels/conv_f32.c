@@ -1030,6 +1030,20 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
     if (g->k_h * g->k_w <= 0 || g->k_h * g->k_w > CK_MAX_TAPS || g->out_w <= 0 || pixel_begin >= pixel_end) return;
     const int rowwise = ck_conv_f32_row_taps(g) != 0;
     const int32_t taps = rowwise ? g->k_h : g->k_h * g->k_w, k = rowwise ? g->k_w * g->in_c : g->in_c;
+    // A 1×1, stride-1, unpadded convolution reads output pixel p's input at p: no pointer table.
+    const int direct = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
+                       g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
+#if CK_X86
+    // Where 512-bit operations run as two halves (Zen 4), the AVX2 tiles of a direct 1×1 layer
+    // reach the FMA peak that the AVX-512 tiles miss by 3-28% (C harness on DeepLab's, MobileNet's
+    // and the selfie models' 1×1 shapes: 55-58 against 37-56 GMAC/s, the same bytes), except
+    // smallk_rows' reductions of 4-16 channels over few blocks, and tiles that prefetch a later
+    // layer's weights (AVX-512 only). Only for the best level (the optimized selection): a capped
+    // AVX-512 selection still runs the AVX-512 tiles, for tests and bisecting.
+    if (isa >= CK_ISA_AVX512 && isa == ck_best_isa() && direct && !pf && ck_avx512_split() &&
+        !(!residual && smallk_supported(k, block_end - block_begin)))
+        isa = CK_ISA_AVX2;
+#endif
     tile_fn tile = tile_portable, narrow = NULL;
     int wide = 0;   // AVX-512: pairs of full column blocks by tile_avx512_wide
     rows_fn rows = rows_portable;
@@ -1053,9 +1067,6 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
     const size_t block_stride = (size_t)CK_F32_NR * (1 + (size_t)taps * k);
     const float *ptrs[CK_MAX_TAPS * CK_MAX_MR];
     float patch[rowwise ? CK_MAX_MR * CK_ROW_PATCH : 1];
-    // A 1×1, stride-1, unpadded convolution reads output pixel p's input at p: no pointer table.
-    const int direct = g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
-                       g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
 #if CK_X86
     if (wide && direct && k > CK_KBLOCK)
         block_begin = conv_kblocked_avx512(isa, g, input, packed, block_stride, output, pixel_begin, pixel_end, block_begin,

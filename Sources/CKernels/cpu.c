@@ -1,6 +1,10 @@
 // Run-time detection of the instruction-set level (see ckernels.h).
 #include "ckernels.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 static int32_t detect(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -40,6 +44,27 @@ int32_t ck_has_avx512vbmi(void) {
         cached = has;
     }
     return has;
+}
+
+int32_t ck_avx512_split(void) {
+    // Detected once; a race between two first callers is harmless (same value).
+    static volatile int32_t cached = -1;
+    int32_t split = cached;
+    if (split < 0) {
+        split = 0;
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned int eax, ebx, ecx, edx;
+        if (ck_best_isa() >= CK_ISA_AVX512 && __get_cpuid(0, &eax, &ebx, &ecx, &edx) &&
+            ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u &&  // "AuthenticAMD"
+            __get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+            const unsigned int base = (eax >> 8) & 0xFu;
+            const unsigned int family = base == 0xFu ? base + ((eax >> 20) & 0xFFu) : base;
+            split = family == 0x19u;  // Zen 4 (Zen 5, family 0x1A, has full-width AVX-512 units)
+        }
+#endif
+        cached = split;
+    }
+    return split;
 }
 
 #if defined(__x86_64__) || defined(__i386__)

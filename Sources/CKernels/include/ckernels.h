@@ -36,6 +36,11 @@ int32_t ck_best_isa(void);
 /// Whether the CPU has AVX-512 VBMI (byte permutes), detected once; 0 elsewhere.
 int32_t ck_has_avx512vbmi(void);
 
+/// Whether the CPU runs each 512-bit operation as two 256-bit halves (AMD Zen 4: family 0x19 with
+/// AVX-512), detected once; 0 elsewhere. There 512-bit vectors bring no more arithmetic per cycle
+/// than AVX2's, and some kernels run faster in their AVX2 form (see conv_f32_run).
+int32_t ck_avx512_split(void);
+
 /// Makes the calling thread flush denormal floats to zero (x86: MXCSR FTZ + DAZ; ARM64: FPCR FZ)
 /// and returns the previous state for ck_denormals_restore. Denormals (|x| < 1.2e-38) cost ~20x
 /// per operation on x86 and carry no information a vision model uses; XNNPACK-backed runtimes run
