@@ -1035,8 +1035,8 @@ static void conv_f32_run(int32_t isa, const ck_conv_geometry *g, const float *in
                        g->pad_top == 0 && g->pad_left == 0 && g->in_h == g->out_h && g->in_w == g->out_w;
 #if CK_X86
     // Where 512-bit operations run as two halves (Zen 4), the AVX2 tiles of a direct 1×1 layer
-    // reach the FMA peak that the AVX-512 tiles miss by 3-28% (C harness on DeepLab's, MobileNet's
-    // and the selfie models' 1×1 shapes: 55-58 against 37-56 GMAC/s, the same bytes), except
+    // reach the FMA peak that the AVX-512 tiles miss (scripts/isa-ab.sh on DeepLab's, MobileNet's
+    // and the selfie models' 1×1 shapes: 50-58 against 32-56 GMAC/s, the same bytes), except
     // smallk_rows' reductions of 4-16 channels over few blocks, and tiles that prefetch a later
     // layer's weights (AVX-512 only). Only for the best level (the optimized selection): a capped
     // AVX-512 selection still runs the AVX-512 tiles, for tests and bisecting.
