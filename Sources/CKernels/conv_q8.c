@@ -1070,8 +1070,8 @@ Q8_TARGET_AVX512 Q8_INLINE void q8_transpose16x16_epi32(__m512i *r) {
 /// group of 4 input channels of the block's 16 output channels) holds one dword of each of the
 /// block's 16 filter rows. Sixteen groups at a time are one 16 x 16 dword transpose of 64-byte row
 /// loads (64 shuffles per 16 lines; with a 16-word gather per line instead, packing
-/// tf2_mobilenet_v2's 1 x 1 layers took twice as long on Zen 4), the last full groups one gather
-/// per line. Each line is written once (no zeroing pass, no 4-byte scattered writes). Rows past
+/// tf2_mobilenet_v2's 1 x 1 layers took twice as long on Zen 4), the last 1-15 full groups the
+/// same transpose of masked row loads. Each line is written once (no zeroing pass, no 4-byte scattered writes). Rows past
 /// out_c and bytes past in_c are 0, as in the plain C version; a group with bytes past in_c is
 /// composed in C. Also returns each row's sum of operand bytes, read as int8 (`signed_sum`) or
 /// uint8, in `sums` (wrapping like the plain C sums).
@@ -1082,8 +1082,6 @@ static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *byte
     const int32_t groups = ck_q8b_padded_channels(k) / 4, full = k / 4;
     const size_t row = (size_t)taps * (size_t)k;
     const __m512i vflip = _mm512_set1_epi32((int32_t)flip), ones8 = _mm512_set1_epi8(1), ones16 = _mm512_set1_epi16(1);
-    const __m512i offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                               _mm512_set1_epi32((int32_t)row));
     const int32_t rows = g->out_c - b * CK_Q8_NR < CK_Q8_NR ? g->out_c - b * CK_Q8_NR : CK_Q8_NR;
     const __mmask16 live = (__mmask16)((1u << rows) - 1u);
     __m512i acc = _mm512_setzero_si512();
@@ -1106,11 +1104,21 @@ static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *byte
                 Q8B_SUM(w);
             }
         }
-        for (; i < full; i++) {
-            __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, offsets, src + 4 * (size_t)i, 1);
-            w = _mm512_maskz_xor_epi32(live, w, vflip);
-            _mm512_storeu_si512(dst + (size_t)i * 64, w);
-            Q8B_SUM(w);
+        if (i < full) {
+            // The last 1-15 full groups: the same transpose of masked row loads (only their dwords read).
+            const int32_t n = full - i;
+            const __mmask16 part = (__mmask16)((1u << n) - 1u);
+            __m512i r[16];
+            Q8_UNROLL
+            for (int32_t j = 0; j < 16; j++)
+                r[j] = j < rows ? _mm512_maskz_loadu_epi32(part, src + (size_t)j * row + 4 * (size_t)i) : _mm512_setzero_si512();
+            q8_transpose16x16_epi32(r);
+            for (int32_t l = 0; l < n; l++) {
+                const __m512i w = _mm512_maskz_xor_epi32(live, r[l], vflip);
+                _mm512_storeu_si512(dst + (size_t)(i + l) * 64, w);
+                Q8B_SUM(w);
+            }
+            i = full;
         }
         for (; i < groups; i++) {
             uint8_t line[64] = {0};

@@ -2,8 +2,9 @@ import CKernels
 import TestSupport
 import XCTest
 
-/// The int16 weight packing (ck_conv_q8_pack) transposes 16 × 16 bytes at a time with AVX2; the byte-path weight packing (ck_conv_q8b_pack) gathers each 64-byte line with AVX-512 and sums
-/// the operands in vector registers where the CPU has AVX-512; the packed bytes, the folded biases
+/// The int16 weight packing (ck_conv_q8_pack) transposes 16 × 16 bytes at a time with AVX2; the
+/// byte-path weight packing (ck_conv_q8b_pack) transposes 16 × 16 dwords of filter rows with AVX-512
+/// and sums the operands in vector registers where the CPU has AVX-512; the packed bytes, the folded biases
 /// and the short-requantization flags must be exactly those of the plain C packing.
 final class QuantizedPackTests: XCTestCase {
     /// Full blocks and chunks of 16 input channels take the AVX2 transposes, the rest (partial
@@ -60,7 +61,9 @@ final class QuantizedPackTests: XCTestCase {
         var random = SeededGenerator(seed: 29)
         // (out_c, in_c, k): block tails, channel tails (groups composed in C), 3×3 taps, a
         // reduction long enough that int8 filters are not flipped (K > 2048), uint8 filters; 16 groups of
-        // 4 channels at a time go through one transpose (24, 80, 525: transposes and gathers; 16: one).
+        // 4 channels at a time go through one transpose, the last 1-15 full groups through one of
+        // masked row loads (in_c 20: one masked; 96: one whole + 8 masked; 70: one whole + 1 masked
+        // + a composed group; 2100: 32 whole + 13 masked; 320 and 64: whole ones only).
         let shapes = [(40, 20, 1), (17, 5, 1), (24, 3, 3), (37, 13, 3), (160, 96, 1), (33, 70, 1), (20, 2100, 1), (48, 320, 3), (16, 64, 1)]
         for (outputChannels, inputChannels, k) in shapes {
             for isSigned: Int32 in [0, 1] {
