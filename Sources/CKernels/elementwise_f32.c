@@ -249,33 +249,112 @@ static inline __m512i qadd_lookup_avx512(const int32_t *t, __m512i idx) {
     return _mm512_mask_blend_epi32(b7, _mm512_mask_blend_epi32(b6, q[0], q[1]), _mm512_mask_blend_epi32(b6, q[2], q[3]));
 }
 
+/// The output arithmetic of qadd_portable on 16 lanes of raw sums.
+typedef struct {
+    __m512i m, mask, half, lo, hi, zp;
+    __m128i count;
+    int32_t e;
+} qadd_requant_avx512_t;
+
+CK_TARGET_AVX512
+static inline qadd_requant_avx512_t qadd_requant_avx512_setup(const ck_qadd_params *p) {
+    qadd_requant_avx512_t r;
+    r.e = -p->shift;
+    r.m = _mm512_set1_epi32(p->multiplier);
+    r.mask = _mm512_set1_epi32(r.e >= 31 ? 0 : (int32_t)(((int64_t)1 << r.e) - 1));
+    r.half = _mm512_srai_epi32(r.mask, 1);
+    r.count = _mm_cvtsi32_si128(r.e);
+    // Clamp before adding the zero point (no 32-bit overflow): [act_min - zp, act_max - zp].
+    r.lo = _mm512_set1_epi32(p->act_min - p->output_zero_point);
+    r.hi = _mm512_set1_epi32(p->act_max - p->output_zero_point);
+    r.zp = _mm512_set1_epi32(p->output_zero_point);
+    return r;
+}
+
+CK_TARGET_AVX512
+static inline __m512i qadd_requant_avx512(__m512i raw, const qadd_requant_avx512_t *r) {
+    __m512i v = qadd_high_mul_avx512(raw, r->m);
+    if (r->e >= 31) {
+        v = _mm512_setzero_si512();
+    } else if (r->e > 0) {
+        const __m512i remainder = _mm512_and_si512(v, r->mask);
+        const __m512i threshold = _mm512_add_epi32(r->half, _mm512_maskz_set1_epi32(_mm512_cmplt_epi32_mask(v, _mm512_setzero_si512()), 1));
+        v = _mm512_add_epi32(_mm512_sra_epi32(v, r->count), _mm512_maskz_set1_epi32(_mm512_cmpgt_epi32_mask(remainder, threshold), 1));
+    }
+    return _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(v, r->lo), r->hi), r->zp);
+}
+
 CK_TARGET_AVX512
 static void qadd_avx512(const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out, size_t begin, size_t end) {
-    const __m512i m = _mm512_set1_epi32(p->multiplier);
-    const int32_t e = -p->shift;
-    const __m512i mask = _mm512_set1_epi32(e >= 31 ? 0 : (int32_t)(((int64_t)1 << e) - 1));
-    const __m512i half = _mm512_srai_epi32(mask, 1);
-    const __m128i count = _mm_cvtsi32_si128(e);
-    // Clamp before adding the zero point (no 32-bit overflow): [act_min - zp, act_max - zp].
-    const __m512i lo = _mm512_set1_epi32(p->act_min - p->output_zero_point), hi = _mm512_set1_epi32(p->act_max - p->output_zero_point);
-    const __m512i zp = _mm512_set1_epi32(p->output_zero_point);
+    const qadd_requant_avx512_t rq = qadd_requant_avx512_setup(p);
     size_t i = begin;
     for (; i + 16 <= end; i += 16) {
         const __m512i ia = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
         const __m512i ib = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + i)));
         const __m512i raw = _mm512_add_epi32(qadd_lookup_avx512(p->table1, ia), qadd_lookup_avx512(p->table2, ib));
-        __m512i v = qadd_high_mul_avx512(raw, m);
-        if (e >= 31) {
-            v = _mm512_setzero_si512();
-        } else if (e > 0) {
-            const __m512i remainder = _mm512_and_si512(v, mask);
-            const __m512i threshold = _mm512_add_epi32(half, _mm512_maskz_set1_epi32(_mm512_cmplt_epi32_mask(v, _mm512_setzero_si512()), 1));
-            v = _mm512_add_epi32(_mm512_sra_epi32(v, count), _mm512_maskz_set1_epi32(_mm512_cmpgt_epi32_mask(remainder, threshold), 1));
-        }
-        v = _mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(v, lo), hi), zp);
-        _mm_storeu_si128((__m128i *)(out + i), _mm512_cvtepi32_epi8(v));
+        _mm_storeu_si128((__m128i *)(out + i), _mm512_cvtepi32_epi8(qadd_requant_avx512(raw, &rq)));
     }
     qadd_portable(p, a, b, out, i, end);
+}
+
+#define CK_TARGET_AVX512VBMI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+
+/// Byte k of a 256-entry int32 table as four 64-entry vectors (plane[4 * k + c]: entries 64c..64c+63).
+CK_TARGET_AVX512VBMI
+static inline void qadd_planes_vbmi(const int32_t *t, __m512i *plane) {
+    for (int k = 0; k < 4; k++) {
+        for (int c = 0; c < 4; c++) {
+            __m128i q[4];
+            for (int j = 0; j < 4; j++)
+                q[j] = _mm512_cvtepi32_epi8(_mm512_srli_epi32(_mm512_loadu_si512(t + 64 * c + 16 * j), 8 * k));
+            __m512i v = _mm512_castsi128_si512(q[0]);
+            v = _mm512_inserti32x4(v, q[1], 1);
+            v = _mm512_inserti32x4(v, q[2], 2);
+            plane[4 * k + c] = _mm512_inserti32x4(v, q[3], 3);
+        }
+    }
+}
+
+/// table[idx] for 64 byte indices as four vectors of int32 lanes in the in-lane order of the byte
+/// unpacks: vector x, 128-bit lane l holds entries 16l + 4x .. 16l + 4x + 3 (each byte plane one
+/// vpermi2b per half of the table and a blend on index bit 7; the planes then interleave).
+CK_TARGET_AVX512VBMI
+static inline void qadd_lookup_vbmi(const __m512i *plane, __m512i idx, __m512i *x) {
+    const __mmask64 upper = _mm512_movepi8_mask(idx);
+    __m512i b[4];
+    for (int k = 0; k < 4; k++) {
+        const __m512i lo = _mm512_permutex2var_epi8(plane[4 * k], idx, plane[4 * k + 1]);
+        const __m512i hi = _mm512_permutex2var_epi8(plane[4 * k + 2], idx, plane[4 * k + 3]);
+        b[k] = _mm512_mask_blend_epi8(upper, lo, hi);
+    }
+    const __m512i w01l = _mm512_unpacklo_epi8(b[0], b[1]), w01h = _mm512_unpackhi_epi8(b[0], b[1]);
+    const __m512i w23l = _mm512_unpacklo_epi8(b[2], b[3]), w23h = _mm512_unpackhi_epi8(b[2], b[3]);
+    x[0] = _mm512_unpacklo_epi16(w01l, w23l);
+    x[1] = _mm512_unpackhi_epi16(w01l, w23l);
+    x[2] = _mm512_unpacklo_epi16(w01h, w23h);
+    x[3] = _mm512_unpackhi_epi16(w01h, w23h);
+}
+
+/// qadd_avx512 64 elements at a time with AVX-512 VBMI: the tables are read from registers as byte
+/// planes by vpermi2b (six instructions per plane and 64 elements where the dword permutes take
+/// four per 16), and the results, in [act_min, act_max], go back to the elements' order through
+/// the saturating packs (exact), which undo the unpacks' interleaving. The rest as qadd_avx512.
+CK_TARGET_AVX512VBMI
+static void qadd_vbmi(const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out, size_t begin, size_t end) {
+    __m512i pa[16], pb[16];
+    qadd_planes_vbmi(p->table1, pa);
+    qadd_planes_vbmi(p->table2, pb);
+    const qadd_requant_avx512_t rq = qadd_requant_avx512_setup(p);
+    size_t i = begin;
+    for (; i + 64 <= end; i += 64) {
+        __m512i x[4], y[4], r[4];
+        qadd_lookup_vbmi(pa, _mm512_loadu_si512(a + i), x);
+        qadd_lookup_vbmi(pb, _mm512_loadu_si512(b + i), y);
+        for (int j = 0; j < 4; j++) r[j] = qadd_requant_avx512(_mm512_add_epi32(x[j], y[j]), &rq);
+        const __m512i p01 = _mm512_packs_epi32(r[0], r[1]), p23 = _mm512_packs_epi32(r[2], r[3]);
+        _mm512_storeu_si512(out + i, p->is_signed ? _mm512_packs_epi16(p01, p23) : _mm512_packus_epi16(p01, p23));
+    }
+    qadd_avx512(p, a, b, out, i, end);
 }
 #endif
 
@@ -330,6 +409,7 @@ static void qadd_avx2(const ck_qadd_params *p, const uint8_t *a, const uint8_t *
 void ck_qadd_8(int32_t isa, const ck_qadd_params *p, const uint8_t *a, const uint8_t *b, uint8_t *out,
                size_t begin, size_t end) {
 #if CK_X86
+    if (isa >= CK_ISA_AVX512VNNI && ck_has_avx512vbmi()) { qadd_vbmi(p, a, b, out, begin, end); return; }
     if (isa >= CK_ISA_AVX512) { qadd_avx512(p, a, b, out, begin, end); return; }
     if (isa >= CK_ISA_AVX2) { qadd_avx2(p, a, b, out, begin, end); return; }
 #else
