@@ -8,6 +8,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define CK_X86 1
+#include "interleave4.h"
 #endif
 
 #define Q8_TARGET_AVX2 __attribute__((target("avx2,fma")))
@@ -2254,12 +2255,7 @@ Q8_TARGET_VNNI Q8_INLINE void q8_dw3_quads64(const uint8_t *const *col, int32_t 
     __m512i r[4];
     Q8_UNROLL
     for (int k = 0; k < 4; k++) r[k] = _mm512_xor_si512(_mm512_loadu_si512(col[k * Q8_DW3_TABW] + c0), flip);
-    const __m512i u01l = _mm512_unpacklo_epi8(r[0], r[1]), u01h = _mm512_unpackhi_epi8(r[0], r[1]);
-    const __m512i u23l = _mm512_unpacklo_epi8(r[2], r[3]), u23h = _mm512_unpackhi_epi8(r[2], r[3]);
-    x[0] = _mm512_unpacklo_epi16(u01l, u23l);
-    x[1] = _mm512_unpackhi_epi16(u01l, u23l);
-    x[2] = _mm512_unpacklo_epi16(u01h, u23h);
-    x[3] = _mm512_unpackhi_epi16(u01h, u23h);
+    ck_interleave4_epi8(r, x);
 }
 
 /// NS steps of P pixels (P = 1: a group of 64 channels at c0, blocks from b0; P = 64 / C: the flat
