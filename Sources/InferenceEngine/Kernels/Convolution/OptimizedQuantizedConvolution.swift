@@ -33,8 +33,16 @@ extension ck_conv_geometry {
 /// activation clamp and the rounding of the op's reference kernel (bit-exact with
 /// ``ConvRequantizer``).
 struct QuantizedOutputParameters: Sendable {
-    let params: [Int32]
+    /// The packed records (``takeParams()`` moves them out, so the kernels complete them in place).
+    private(set) var params: [Int32]
     let output: ck_q8_output
+
+    /// The records, left empty here: the caller's copy is then the array's only reference, which it
+    /// fills in place, where a copy kept here would make the first write copy every record.
+    mutating func takeParams() -> [Int32] {
+        defer { params = [] }
+        return params
+    }
 
     /// Nil when the constant bias is too short.
     init?(channels: Int, requantizer: ConvRequantizer, bias: UnsafeRawBufferPointer?) {
@@ -110,13 +118,13 @@ struct OptimizedQuantizedConvKernel: Kernel {
         let outputChannels = Int(geometry.out_c)
         let weightCount = outputChannels * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c)
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
-              let requant = QuantizedOutputParameters(channels: outputChannels, requantizer: requantizer, bias: bias) else { return nil }
+              var requant = QuantizedOutputParameters(channels: outputChannels, requantizer: requantizer, bias: bias) else { return nil }
         let bytePath = isa >= Int32(CK_ISA_AVX512VNNI)
         let paddedChannels = Int(bytePath ? ck_q8b_padded_channels(geometry.in_c) : ck_q8_padded_channels(geometry.in_c))
         let imagePixels = Int(geometry.in_h) * Int(geometry.in_w)
         guard imagePixels * paddedChannels * 2 < Int(Int32.max) else { return nil }
         var g = geometry
-        var params = requant.params
+        var params = requant.takeParams()
         let imageBytes = bytePath ? ck_conv_q8r_image_bytes(&g) : 0
         let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
         /// Byte-path weights packed by `pack` (which also completes the requantization records).
@@ -372,10 +380,10 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         let channels = Int(geometry.in_c)
         let weightCount = Int(geometry.k_h) * Int(geometry.k_w) * channels
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
-              let requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
+              var requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
         var g = geometry
         let count = ck_dwconv_q8_packed_count(&g)
-        var params = requant.params
+        var params = requant.takeParams()
         packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
             params.withUnsafeMutableBufferPointer { p in
                 if let base = buffer.baseAddress, let pb = p.baseAddress {
