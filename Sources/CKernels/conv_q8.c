@@ -1072,9 +1072,9 @@ Q8_TARGET_AVX512 Q8_INLINE void q8_transpose16x16_epi32(__m512i *r) {
 /// block's 16 filter rows. Sixteen groups at a time are one 16 x 16 dword transpose of 64-byte row
 /// loads (64 shuffles per 16 lines; with a 16-word gather per line instead, packing
 /// tf2_mobilenet_v2's 1 x 1 layers took twice as long on Zen 4), the last 1-15 full groups the
-/// same transpose of masked row loads. Each line is written once (no zeroing pass, no 4-byte scattered writes). Rows past
-/// out_c and bytes past in_c are 0, as in the plain C version; a group with bytes past in_c is
-/// composed in C. Also returns each row's sum of operand bytes, read as int8 (`signed_sum`) or
+/// same transpose of masked row loads. Each line is written once (no zeroing pass, no 4-byte
+/// scattered writes). Rows past out_c and bytes past in_c are 0, as in the plain C version; a group
+/// with bytes past in_c is composed in C. Also returns each row's sum of operand bytes, read as int8 (`signed_sum`) or
 /// uint8, in `sums` (wrapping like the plain C sums).
 Q8_TARGET_AVX512
 static void q8b_pack_block_avx512(const ck_conv_geometry *g, const uint8_t *bytes, uint32_t flip, int32_t signed_sum,
