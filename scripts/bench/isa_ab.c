@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ckernels.h"
+#include "same_padding.h"
 
 static double now(void) {
     struct timespec t;
@@ -56,12 +57,9 @@ static void pointwise(int32_t H, int32_t W, int32_t K, int32_t N) {
     free(x); free(f); free(bias); free(packed); free(out[0]); free(out[1]);
 }
 
-static int32_t imax(int32_t a, int32_t b) { return a > b ? a : b; }
-
 static void depthwise(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S, int32_t D) {
-    const int32_t OH = (H + S - 1) / S, OW = (W + S - 1) / S, span = (K - 1) * D + 1;
-    const int32_t ph = imax(0, ((OH - 1) * S + span - H) / 2), pw = imax(0, ((OW - 1) * S + span - W) / 2);
-    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, D, D, ph, pw};
+    const ck_conv_geometry g = same_depthwise_geometry(H, W, C, K, S, D);
+    const int32_t OH = g.out_h, OW = g.out_w;
     float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *bias = xmalloc((size_t)C * 4);
     srand(3);
     for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;

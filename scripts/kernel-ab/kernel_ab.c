@@ -11,6 +11,7 @@
 
 #include "ckernels.h"
 #include "ckernels_q8.h"
+#include "../bench/same_padding.h"
 
 // Each entry point twice: the working tree's (plain name) and the base revision's (base_ prefix).
 #define AB_DECLARE(PREFIX)                                                                                         \
@@ -75,7 +76,6 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static int32_t ck_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -187,9 +187,8 @@ static void depthwise(int32_t H, int32_t W, int32_t C, int32_t S, int is_signed)
 
 /// Float depthwise K x K convolution with depth multiplier 1 (SAME padding), stride S, dilation D, ReLU6.
 static void depthwise_f32_dilated(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S, int32_t D) {
-    const int32_t OH = (H + S - 1) / S, OW = (W + S - 1) / S, span = (K - 1) * D + 1;
-    const int32_t pad_h = ck_max_i32(0, ((OH - 1) * S + span - H) / 2), pad_w = ck_max_i32(0, ((OW - 1) * S + span - W) / 2);
-    const ck_conv_geometry g = {H, W, C, OH, OW, C, K, K, S, S, D, D, pad_h, pad_w};
+    const ck_conv_geometry g = same_depthwise_geometry(H, W, C, K, S, D);
+    const int32_t OH = g.out_h, OW = g.out_w;
     float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *b = xmalloc((size_t)C * 4);
     srand(3);
     for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
