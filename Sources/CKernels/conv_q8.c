@@ -963,13 +963,6 @@ static inline int32_t q8b_flipped(const ck_conv_geometry *g, int32_t is_signed, 
     return is_signed && filter_zero_point == 0 && (int64_t)g->k_h * g->k_w * ck_q8b_padded_channels(g->in_c) <= Q8B_FLIP_MAX;
 }
 
-/// The byte-path operand of weight `w`: w - 128 (uint8 models), w (int8 models with zw = 0) or
-/// w + 128 (other int8 models).
-static inline int32_t q8b_weight(const void *filter, int32_t is_signed, int32_t flipped, size_t at) {
-    if (flipped) return (int32_t)((const int8_t *)filter)[at];
-    return is_signed ? (int32_t)((const int8_t *)filter)[at] + 128 : (int32_t)((const uint8_t *)filter)[at] - 128;
-}
-
 /// The coefficient of sum(a) per output pixel (d, or -c; see above).
 static inline uint32_t q8b_row_coefficient(int32_t is_signed, int32_t filter_zero_point) {
     return is_signed ? (uint32_t)(-(128 + filter_zero_point)) : (uint32_t)(128 - filter_zero_point);
@@ -1160,7 +1153,8 @@ static void q8b_pack_operands(const ck_conv_geometry *g, const uint8_t *bytes, u
     }
 }
 
-/// The sum of output channel oc's operands (see q8b_weight), one branch-free loop per scheme.
+/// The sum of output channel oc's operands, one branch-free loop per scheme. The byte-path operand
+/// of weight w is w - 128 (uint8 models), w (int8 models with zw = 0) or w + 128 (other int8 models).
 static uint32_t q8b_operand_sum(const void *filter, int32_t flipped, int32_t is_signed, size_t row, uint32_t K) {
     uint32_t sum = 0;
     if (flipped) {
