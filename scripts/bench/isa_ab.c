@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "ckernels.h"
-#include "same_padding.h"
+#include "depthwise_setup.h"
 
 static double now(void) {
     struct timespec t;
@@ -61,9 +61,7 @@ static void depthwise(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S, int
     const ck_conv_geometry g = same_depthwise_geometry(H, W, C, K, S, D);
     const int32_t OH = g.out_h, OW = g.out_w;
     float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *bias = xmalloc((size_t)C * 4);
-    srand(3);
-    for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
-    for (int32_t i = 0; i < K * K * C; i++) w[i] = (float)(rand() % 2001 - 1000) / 1000.0f;
+    fill_depthwise_inputs(&g, x, w);
     for (int32_t i = 0; i < C; i++) bias[i] = 0.01f * (float)i;
     float *out[2] = {xmalloc((size_t)OH * OW * C * 4), xmalloc((size_t)OH * OW * C * 4)};
     double best[2] = {1e9, 1e9};

@@ -11,7 +11,7 @@
 
 #include "ckernels.h"
 #include "ckernels_q8.h"
-#include "../bench/same_padding.h"
+#include "../bench/depthwise_setup.h"
 
 // Each entry point twice: the working tree's (plain name) and the base revision's (base_ prefix).
 #define AB_DECLARE(PREFIX)                                                                                         \
@@ -190,9 +190,7 @@ static void depthwise_f32_dilated(int32_t H, int32_t W, int32_t C, int32_t K, in
     const ck_conv_geometry g = same_depthwise_geometry(H, W, C, K, S, D);
     const int32_t OH = g.out_h, OW = g.out_w;
     float *x = xmalloc((size_t)H * W * C * 4), *w = xmalloc((size_t)K * K * C * 4), *b = xmalloc((size_t)C * 4);
-    srand(3);
-    for (size_t i = 0; i < (size_t)H * W * C; i++) x[i] = (float)(rand() % 2001 - 1000) / 500.0f;
-    for (int32_t i = 0; i < K * K * C; i++) w[i] = (float)(rand() % 2001 - 1000) / 1000.0f;
+    fill_depthwise_inputs(&g, x, w);
     for (int32_t i = 0; i < C; i++) b[i] = (float)(rand() % 201 - 100) / 100.0f;
     float *out[2];
     for (int s = 0; s < 2; s++) out[s] = xmalloc((size_t)OH * OW * C * 4);
