@@ -6,15 +6,19 @@ import TFLiteFormat
 /// bands of ``bandRows`` output rows: for each band, every layer computes the rows the next layer's
 /// band reads, then the next layer, the two inner tensors kept in small windows of their memory
 /// (``BandChainKernel/ringRows``). With several threads each takes an equal share of the output
-/// pixels, in windows of its own (see ``BandChainKernel/run(_:)``). And a short float
-/// depthwise layer with the 1×1 convolution after it (under ``ParallelRunner/shortOperatorWork``
+/// pixels, in windows of its own (see ``BandChainKernel/run(_:)``). And a short depthwise layer
+/// (float, or 8-bit with the 1×1 layer on the byte path reading its input in place) with the 1×1
+/// convolution after it (under ``ParallelRunner/shortOperatorWork``
 /// together) as one operator whose threads each run their rows of both: the 1×1 layer reads only
 /// its own pixels, so there is no join between the two and no depthwise output crosses cores
 /// (2 threads: mobilenet_v1_0.25 float 0.437 → 0.422 ms, BlazeFace 0.452 → 0.430 ms, selfie
 /// segmentation 1.19 → 1.17 ms; at 1 thread the two run one after the other as before). Likewise a
 /// run of 1×1 layers each reading the one before, split by pixels (DeepLab's head, 160→256→256→21
 /// with the image-pooling projection folded in, at 2 threads: 0.821 → 0.806 ms, two joins and the
-/// waits at them gone).
+/// waits at them gone). The 8-bit pairs and runs take tf2_mobilenet_v2 at 2 threads from 67
+/// operators to 54 (13 joins fewer); on this noisy machine that measured 1–3% faster in the
+/// fastest invokes of 30–60 alternating pairs of runs, within the noise in their medians
+/// (docs/PERFORMANCE.md, session 21). The 3-layer windowed blocks stay float-only.
 ///
 /// Run one after the other, the layers pass whole tensors through memory (DeepLab's 33 × 33 × 480:
 /// 2 MB each, as large as this core's L2), and each layer reads its input back from L3. In bands,
@@ -57,6 +61,10 @@ enum BandChains {
             guard entry.scratch == 0, entry.outputs.count == 1 else { return nil }
             if let conv = entry.kernel as? OptimizedConvFloatKernel, conv.isPointwise { return .pointwise(conv) }
             if let depthwise = entry.kernel as? OptimizedDepthwiseFloatKernel, depthwise.batches == 1 { return .depthwise(depthwise) }
+            if let conv = entry.kernel as? OptimizedQuantizedConvKernel, conv.isPointwise { return .quantizedPointwise(conv) }
+            if let depthwise = entry.kernel as? OptimizedQuantizedDepthwiseKernel, depthwise.batches == 1 {
+                return .quantizedDepthwise(depthwise)
+            }
             return nil
         }
         var i = 0
@@ -87,8 +95,8 @@ enum BandChains {
         i = 0
         while i + 1 < prepared.count {
             let pair = prepared[i...i + 1]
-            guard let depthwise = stage(prepared[i]), case .depthwise = depthwise,
-                  let pointwise = stage(prepared[i + 1]), case .pointwise = pointwise,
+            guard let depthwise = stage(prepared[i]), depthwise.isDepthwise,
+                  let pointwise = stage(prepared[i + 1]), pointwise.isPointwise,
                   prepared[i + 1].inputs.first == prepared[i].outputs[0], isPrivate(prepared[i].outputs[0]),
                   depthwise.work + pointwise.work < ParallelRunner.shortOperatorWork
             else {
@@ -108,8 +116,8 @@ enum BandChains {
         i = 0
         while i + 1 < prepared.count {
             var end = i
-            while end + 1 < prepared.count, let a = stage(prepared[end]), case .pointwise = a,
-                  let b = stage(prepared[end + 1]), case .pointwise = b,
+            while end + 1 < prepared.count, let a = stage(prepared[end]), a.isPointwise,
+                  let b = stage(prepared[end + 1]), b.isPointwise,
                   prepared[end + 1].inputs.first == prepared[end].outputs[0], isPrivate(prepared[end].outputs[0]) {
                 end += 1
             }
@@ -132,14 +140,29 @@ enum BandChains {
 enum BandStage: Sendable {
     case pointwise(OptimizedConvFloatKernel)
     case depthwise(OptimizedDepthwiseFloatKernel)
+    /// An 8-bit 1×1 layer on the byte path that reads its input in place (no scratch).
+    case quantizedPointwise(OptimizedQuantizedConvKernel)
+    case quantizedDepthwise(OptimizedQuantizedDepthwiseKernel)
 
-    /// Multiply-accumulates of one invoke.
+    /// A 1×1 layer (float or 8-bit).
+    var isPointwise: Bool {
+        switch self {
+        case .pointwise, .quantizedPointwise: true
+        case .depthwise, .quantizedDepthwise: false
+        }
+    }
+
+    /// A depthwise layer (float or 8-bit).
+    var isDepthwise: Bool { !isPointwise }
+
+    /// Multiply-accumulates of one invoke (float or 8-bit alike, as the kernels' own
+    /// ``ParallelRunner/isShort(work:)`` counts them).
     var work: Int {
+        let g = geometry
         switch self {
         case .pointwise(let k): return k.work
-        case .depthwise(let k):
-            let g = k.geometry
-            return Int(g.out_h) * Int(g.out_w) * Int(g.out_c) * Int(g.k_h) * Int(g.k_w)
+        case .quantizedPointwise: return Int(g.out_h) * Int(g.out_w) * Int(g.out_c) * Int(g.in_c)
+        case .depthwise, .quantizedDepthwise: return Int(g.out_h) * Int(g.out_w) * Int(g.out_c) * Int(g.k_h) * Int(g.k_w)
         }
     }
 
@@ -147,42 +170,59 @@ enum BandStage: Sendable {
         switch self {
         case .pointwise(let k): k.geometry
         case .depthwise(let k): k.geometry
+        case .quantizedPointwise(let k): k.geometry
+        case .quantizedDepthwise(let k): k.geometry
         }
     }
 
     var outputRows: Int { Int(geometry.out_h) }
     var outputWidth: Int { Int(geometry.out_w) }
     var outputPixels: Int { outputRows * outputWidth }
+    /// Bytes of one output element.
+    var elementBytes: Int {
+        switch self {
+        case .pointwise, .depthwise: 4
+        case .quantizedPointwise, .quantizedDepthwise: 1
+        }
+    }
     /// Bytes of one output row.
-    var outputRowBytes: Int { 4 * outputWidth * Int(geometry.out_c) }
+    var outputRowBytes: Int { elementBytes * outputWidth * Int(geometry.out_c) }
 
     /// Input rows that output rows [0, rows) read.
     func inputRows(forOutputRows rows: Int) -> Int {
-        switch self {
-        case .pointwise: return rows
-        case .depthwise(let k):
-            let g = k.geometry
-            guard rows > 0 else { return 0 }
-            return min(Int(g.in_h), max(0, (rows - 1) * Int(g.stride_h) - Int(g.pad_top) + (Int(g.k_h) - 1) * Int(g.dil_h) + 1))
-        }
+        guard isDepthwise else { return rows }
+        let g = geometry
+        guard rows > 0 else { return 0 }
+        return min(Int(g.in_h), max(0, (rows - 1) * Int(g.stride_h) - Int(g.pad_top) + (Int(g.k_h) - 1) * Int(g.dil_h) + 1))
     }
 
     /// The first input row output row `row` reads (at most).
     func firstInputRow(forOutputRow row: Int) -> Int {
-        switch self {
-        case .pointwise: return row
-        case .depthwise(let k): return max(0, row * Int(k.geometry.stride_h) - Int(k.geometry.pad_top))
-        }
+        guard isDepthwise else { return row }
+        return max(0, row * Int(geometry.stride_h) - Int(geometry.pad_top))
     }
 
     /// Output rows `rows` on the calling thread (`prefetchShare`: see
-    /// ``OptimizedConvFloatKernel/runPixels(_:_:prefetchShare:)``; `ringRows`: a depthwise layer's
-    /// input holds row y at y mod ringRows, see ``ck_dwconv_f32_ring``).
+    /// ``OptimizedConvFloatKernel/runPixels(_:_:prefetchShare:)``; `ringRows`: a float depthwise
+    /// layer's input holds row y at y mod ringRows, see ``ck_dwconv_f32_ring``; 8-bit chains run
+    /// without windows).
     func run(_ io: KernelIO, rows: Range<Int>, prefetchShare: (piece: Int, pieces: Int)? = nil, ringRows: Int = 0) {
+        let width = Int(geometry.out_w)
         switch self {
         case .pointwise(let k):
-            k.runPixels(io, rows.lowerBound * Int(k.geometry.out_w)..<rows.upperBound * Int(k.geometry.out_w), prefetchShare: prefetchShare)
+            k.runPixels(io, rows.lowerBound * width..<rows.upperBound * width, prefetchShare: prefetchShare)
         case .depthwise(let k): k.runRows(io, rows, ringRows: ringRows)
+        case .quantizedPointwise(let k): k.runPixels(io, rows.lowerBound * width..<rows.upperBound * width)
+        case .quantizedDepthwise(let k): k.runRows(io, rows)
+        }
+    }
+
+    /// Output pixels `pixels` of a 1×1 layer on the calling thread (nothing for a depthwise layer).
+    func runPixels(_ io: KernelIO, _ pixels: Range<Int>, prefetchShare: (piece: Int, pieces: Int)? = nil) {
+        switch self {
+        case .pointwise(let k): k.runPixels(io, pixels, prefetchShare: prefetchShare)
+        case .quantizedPointwise(let k): k.runPixels(io, pixels)
+        case .depthwise, .quantizedDepthwise: return
         }
     }
 
@@ -191,6 +231,8 @@ enum BandStage: Sendable {
         switch self {
         case .pointwise(let k): k.run(io)
         case .depthwise(let k): k.run(io)
+        case .quantizedPointwise(let k): k.run(io)
+        case .quantizedDepthwise(let k): k.run(io)
         }
     }
 }
@@ -225,7 +267,7 @@ struct BandChainKernel: Kernel, FusedKernel {
         counts = operands.map(\.count)
         self.operatorNames = operatorNames
         self.rowsPerThread = rowsPerThread
-        pointwiseOnly = stages.allSatisfy { if case .pointwise = $0 { true } else { false } }
+        pointwiseOnly = stages.allSatisfy(\.isPointwise)
         ringRows = rowsPerThread ? 0 : Self.ringRows(stages)
         if case .depthwise(let k) = stages[1] { haloRows = (Int(k.geometry.k_h) - 1) * Int(k.geometry.dil_h) } else { haloRows = 0 }
     }
@@ -291,7 +333,7 @@ struct BandChainKernel: Kernel, FusedKernel {
                         io.parallel.forEach(pieces) { piece in
                             let range = ConvolutionSupport.range(piece: piece, of: pieces, count: pixels)
                             for k in 0..<n {
-                                if case .pointwise(let conv) = stages[k] { conv.runPixels(part(k), range, prefetchShare: (piece, pieces)) }
+                                stages[k].runPixels(part(k), range, prefetchShare: (piece, pieces))
                             }
                         }
                         return

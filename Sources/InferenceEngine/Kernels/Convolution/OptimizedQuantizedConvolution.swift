@@ -308,6 +308,32 @@ struct OptimizedQuantizedConvKernel: Kernel {
         }
     }
 
+    /// A 1×1 layer on the byte path that reads its input in place (no scratch), for ``BandChains``.
+    var isPointwise: Bool {
+        bytePath && !rowPath && firstLayer == nil && convertedBytes == 0 && sumsBytes == 0 && batches == 1
+            && geometry.k_h == 1 && geometry.k_w == 1 && geometry.stride_h == 1 && geometry.stride_w == 1
+            && geometry.pad_top == 0 && geometry.pad_left == 0 && geometry.in_h == geometry.out_h && geometry.in_w == geometry.out_w
+    }
+
+    /// Output pixels `pixels` of image 0, every channel, on the calling thread (an ``isPointwise``
+    /// layer): the values ``run(_:)`` computes for them.
+    func runPixels(_ io: KernelIO, _ pixels: Range<Int>) {
+        guard isPointwise, !pixels.isEmpty else { return }
+        let input = io.input(0).assumingMemoryBound(to: UInt8.self), outputBase = io.output(0)
+        let blocks = Int32((Int(geometry.out_c) + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR))
+        params.withUnsafeBufferPointer { params in
+            packed8.withUnsafeBufferPointer { weights in
+                pad8.withUnsafeBufferPointer { pad in
+                    guard let p = params.baseAddress, let w = weights.baseAddress, let z = pad.baseAddress else { return }
+                    var g = geometry
+                    var out = output
+                    ck_conv_q8b(&g, input, nil, w, p, &out, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, outputBase,
+                                Int32(pixels.lowerBound), Int32(pixels.upperBound), 0, blocks, z)
+                }
+            }
+        }
+    }
+
     /// The split of this run: one piece per thread for a short convolution (``ParallelRunner/isShort(work:)``).
     private func runSplit(_ io: KernelIO) -> GemmSplit {
         io.parallel.isShort(work: runWork) ? split.cut(forThreads: io.parallel.threadCount) : split
@@ -410,6 +436,22 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         rowUnit = geometry.k_h == 3 && geometry.k_w == 3 && geometry.stride_h == 1 && geometry.dil_h == 1
             && geometry.stride_w == 1 && geometry.dil_w == 1 ? 2 : 1
         pieces = max(1, min((rows + rowUnit - 1) / rowUnit, 8, rows * rowWork / 8192))
+    }
+
+    /// Output rows `rows` of image 0 on the calling thread: the values ``run(_:)`` computes for them.
+    func runRows(_ io: KernelIO, _ rows: Range<Int>) {
+        guard !rows.isEmpty else { return }
+        packed.withUnsafeBufferPointer { weights in
+            params.withUnsafeBufferPointer { params in
+                pad.withUnsafeBufferPointer { pad in
+                    guard let w = weights.baseAddress, let p = params.baseAddress, let z = pad.baseAddress else { return }
+                    var g = geometry
+                    var out = output
+                    ck_dwconv_q8(isa, &g, io.input(0), isSigned ? 1 : 0, inputZeroPoint, w, p, &out, io.output(0),
+                                 Int32(rows.lowerBound), Int32(rows.upperBound), z)
+                }
+            }
+        }
     }
 
     func run(_ io: KernelIO) {
