@@ -1427,6 +1427,99 @@ static void c3s2_rows(const ck_conv_geometry *g, const float *input, const float
     }
 }
 
+// Eight output channels where 512-bit operations run as two halves (Zen 4: ck_avx512_split):
+// one 256-bit vector per output pixel, its channels in lanes, so the input needs neither planes
+// nor a transpose to NHWC: tap (kx, c) of a pixel is a broadcast of the input float itself (an
+// FMA's memory operand), the pixel's filter row one run of k_w * 3 floats of the row. 12 pixels
+// per pass (12 FMA chains; one weight load per 12 FMAs). There, the 16-pixel blocks above spend
+// their permutes (planes, transposes) on the pipe the FMAs need, amortized over 8 channels only:
+// mobilenet_v1_0.25's first layer 0.074 → 0.061 ms at 1 thread (16 or 8 pixels per pass: 0.069,
+// 0.062; each input float broadcast once for the 1-2 pixels that read it, or the compiler kept
+// from sharing broadcasts between taps: 0.065; the last pass overlapping the one before instead
+// of 4- and 1-pixel passes: 0.062; prefetching the rows ahead: 0.063).
+// Sums in the same order (bias, then the taps in (ky, kx, c) order, rows outside the image
+// skipped, columns outside it as zero products), so the values are the AVX-512 kernel's.
+
+/// Pixels per pass of c3s2_c8.
+#define C3S2_C8_PX 12
+
+/// Output pixels [ox0, ox0 + NPX) of one output row, every input column inside the image: rows[ky]
+/// is filter row ky's input row at pixel ox0's first column (NULL: outside the image).
+CK_TARGET_AVX512 CK_INLINE
+void c3s2_c8_tile(const float *const *rows, int32_t k_h, const float *wk, __m256 vb, __m256 vlo, __m256 vhi,
+                  float *out, const int KW, const int NPX) {
+    __m256 acc[C3S2_C8_PX];
+    CK_UNROLL for (int p = 0; p < NPX; p++) acc[p] = vb;
+    for (int32_t ky = 0; ky < k_h; ky++) {
+        const float *x = rows[ky];
+        if (!x) continue;
+        const float *w = wk + (size_t)ky * KW * 3 * 8;
+        CK_UNROLL for (int t = 0; t < 3 * KW; t++) {
+            const __m256 wv = _mm256_load_ps(w + 8 * t);
+            CK_UNROLL for (int p = 0; p < NPX; p++) acc[p] = _mm256_fmadd_ps(_mm256_set1_ps(x[6 * p + t]), wv, acc[p]);
+        }
+    }
+    CK_UNROLL for (int p = 0; p < NPX; p++) _mm256_storeu_ps(out + 8 * p, _mm256_min_ps(_mm256_max_ps(acc[p], vlo), vhi));
+}
+
+CK_TARGET_AVX512
+static void c3s2_c8_rows(const ck_conv_geometry *g, const float *input, const float *filter, const float *bias, float *output,
+                         int32_t row_begin, int32_t row_end, float lo, float hi) {
+    float wk[C3S2_WEIGHT_FLOATS] __attribute__((aligned(64)));
+    const int32_t KW = g->k_w, taps3 = g->k_h * KW * 3, row_floats = g->in_w * 3;
+    for (int32_t t = 0; t < taps3; t++)
+        for (int32_t oc = 0; oc < 8; oc++) wk[(size_t)t * 8 + oc] = filter[(size_t)oc * taps3 + t];
+    const __m256 vb = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    // Output columns [in0, in1) read only columns inside the image.
+    const int32_t in0 = ck_min(g->out_w, (g->pad_left + 1) / 2);
+    const int32_t in1 = ck_max(in0, ck_min(g->out_w, g->in_w - KW + g->pad_left >= 0 ? (g->in_w - KW + g->pad_left) / 2 + 1 : 0));
+    for (int32_t oy = row_begin; oy < row_end; oy++) {
+        const float *row[7];
+        for (int32_t ky = 0; ky < g->k_h; ky++) {
+            const int32_t iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+            row[ky] = iy >= 0 && iy < g->in_h ? input + (size_t)iy * row_floats : NULL;
+        }
+        float *dst = output + (size_t)oy * g->out_w * 8;
+        // The columns with taps outside the image, one pixel at a time.
+        for (int32_t ox = 0; ox < g->out_w; ox++) {
+            if (ox == in0) ox = in1;
+            if (ox >= g->out_w) break;
+            const int32_t ix0 = 2 * ox - g->pad_left;
+            __m256 acc = vb;
+            for (int32_t ky = 0; ky < g->k_h; ky++) {
+                if (!row[ky]) continue;
+                for (int32_t kx = 0; kx < KW; kx++) {
+                    const int32_t ix = ix0 + kx;
+                    const int inside = ix >= 0 && ix < g->in_w;
+                    for (int32_t c = 0; c < 3; c++) {
+                        const float x = inside ? row[ky][(size_t)ix * 3 + c] : 0.0f;
+                        acc = _mm256_fmadd_ps(_mm256_set1_ps(x), _mm256_load_ps(wk + ((size_t)(ky * KW + kx) * 3 + c) * 8), acc);
+                    }
+                }
+            }
+            _mm256_storeu_ps(dst + (size_t)ox * 8, _mm256_min_ps(_mm256_max_ps(acc, vlo), vhi));
+        }
+        for (int32_t ox = in0; ox < in1;) {
+            const int32_t n = in1 - ox >= C3S2_C8_PX ? C3S2_C8_PX : (in1 - ox >= 4 ? 4 : 1);
+            const float *at[7];
+            for (int32_t ky = 0; ky < g->k_h; ky++) at[ky] = row[ky] ? row[ky] + (size_t)(2 * ox - g->pad_left) * 3 : NULL;
+#define C3S2_C8(KW_, NPX) c3s2_c8_tile(at, g->k_h, wk, vb, vlo, vhi, dst + (size_t)ox * 8, KW_, NPX)
+            if (KW == 3) {
+                if (n == C3S2_C8_PX) C3S2_C8(3, C3S2_C8_PX);
+                else if (n == 4) C3S2_C8(3, 4);
+                else C3S2_C8(3, 1);
+            } else {
+                if (n == C3S2_C8_PX) C3S2_C8(5, C3S2_C8_PX);
+                else if (n == 4) C3S2_C8(5, 4);
+                else C3S2_C8(5, 1);
+            }
+#undef C3S2_C8
+            ox += n;
+        }
+    }
+}
+
 // AVX2: the same scheme over 8 output pixels per vector. Each block is 8 pixels × 8 output
 // channels (8 ymm accumulators: a tap is one load of the input plane, 8 broadcast weights and 8
 // FMAs), transposed to NHWC in registers. The sums run in the same order as the AVX-512 kernel's.
@@ -1641,6 +1734,12 @@ void ck_c3s2_pack_weights(const ck_conv_geometry *g, const c3s2_source *filter, 
 int32_t ck_conv_c3s2_f32(int32_t isa, const ck_conv_geometry *g, const float *input, const float *filter, const float *bias,
                          float *output, int32_t row_begin, int32_t row_end, float out_min, float out_max) {
 #if CK_X86
+    // 8 output channels on CPUs that split 512-bit operations: one 256-bit vector per pixel (only
+    // for the best level, the optimized selection: a capped AVX-512 one keeps c3s2_rows).
+    if (isa >= CK_ISA_AVX512 && isa == ck_best_isa() && ck_avx512_split() && ck_conv_c3s2_supported(g) && g->out_c == 8) {
+        c3s2_c8_rows(g, input, filter, bias, output, row_begin, row_end, out_min, out_max);
+        return 1;
+    }
     if (isa >= CK_ISA_AVX512 && ck_conv_c3s2_supported(g)) {
         c3s2_rows(g, input, filter, bias, output, row_begin, row_end, out_min, out_max);
         return 1;

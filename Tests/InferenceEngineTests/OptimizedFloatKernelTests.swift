@@ -71,6 +71,11 @@ final class OptimizedFloatKernelTests: XCTestCase {
             (8, 37, 3, 8, 3, 2, 1, .valid, .relu6),
             (11, 40, 3, 24, 5, 2, 1, .same, .relu),
             (6, 35, 3, 40, 3, 2, 1, .same, .none),
+            // 8 output channels (mobilenet_v1_0.25's first layer; on CPUs that split 512-bit
+            // operations one 256-bit vector per pixel, 12 pixels per pass): a padded left edge
+            // (SAME over 37 columns), the right one, 5×5.
+            (9, 37, 3, 8, 3, 2, 1, .same, .relu),
+            (7, 33, 3, 8, 5, 2, 1, .same, .none),
             // 351 output columns: wider than the planes' ring holds at once (two strips).
             (3, 701, 3, 16, 3, 2, 1, .same, .relu6),
             // 1×1 with a long reduction: K blocking over a pair of column blocks, the last block whole.
@@ -102,6 +107,30 @@ final class OptimizedFloatKernelTests: XCTestCase {
             let options = ConvolutionKernelTests.conv(c.padding, stride: (c.stride, c.stride), dilation: (c.dilation, c.dilation), activation: c.act)
             try assertMatchesReference(.conv2D, options: options, [input, filter, bias], "conv \(c)")
             try assertMatchesReference(.conv2D, options: options, [input, filter, nil], "conv without bias \(c)")
+        }
+    }
+
+    /// First layers of 8 output channels run their own kernel on CPUs that split 512-bit
+    /// operations (``KernelSelection/optimized`` only), with the sums of the capped AVX-512
+    /// selection's 16-pixel blocks in the same order: the same bits, at 1 and 2 threads.
+    func testEightChannelFirstLayerHasTheAVX512Values() throws {
+        var rng = SeededGenerator(seed: 43)
+        for (h, w, k, padding) in [(12, 61, 3, Padding.same), (9, 40, 3, .valid), (8, 45, 5, .same)] {
+            let input = TensorValue.float32(random(h * w * 3, &rng, range: -2...2), shape: [1, h, w, 3])
+            let filter = TensorValue.float32(random(8 * k * k * 3, &rng), shape: [8, k, k, 3], isConstant: true)
+            let bias = TensorValue.float32(random(8, &rng), shape: [8], isConstant: true)
+            let options = ConvolutionKernelTests.conv(padding, stride: (2, 2), dilation: (1, 1), activation: .relu6)
+            for threads in [1, 2] {
+                func run(_ kernels: KernelSelection) throws -> [UInt32] {
+                    try KernelRunner.run(.conv2D, options: options, inputs: [input, filter, bias], outputs: [.float32],
+                                         threads: threads, kernels: kernels)[0].floats.map(\.bitPattern)
+                }
+                let optimized = try run(.optimized)
+                XCTAssertEqual(optimized.count, ((h - (padding == .same ? 1 : k)) / 2 + 1) * ((w - (padding == .same ? 1 : k)) / 2 + 1) * 8)
+                let avx512 = try run(.avx512)
+                XCTAssertNil(optimized.indices.first { $0 < avx512.count && optimized[$0] != avx512[$0] }, "\(h)x\(w) k\(k) \(padding), \(threads) threads: first differing element")
+                XCTAssertEqual(optimized.count, avx512.count)
+            }
         }
     }
 
