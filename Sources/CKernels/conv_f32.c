@@ -1900,11 +1900,25 @@ void dwz_block_cols(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, in
         const dw_tap_row *t = r->taps + e;
         const float *row = t->in + r->c0;
         __m512 x[LMAX];
-        CK_UNROLL for (int i = 0; i < L; i++) {
-            if (i < LO || i >= HI) continue;
-            const int32_t ix = ix0 + i;
-            const float *p = (!CHECK || (uint32_t)ix < (uint32_t)r->in_w) ? row + (size_t)ix * C : ck_dw_zero;
-            x[i] = _mm512_maskz_loadu_ps(mask, p);
+        if (CHECK) {
+            CK_UNROLL for (int i = 0; i < L; i++) {
+                if (i < LO || i >= HI) continue;
+                const int32_t ix = ix0 + i;
+                const float *p = (uint32_t)ix < (uint32_t)r->in_w ? row + (size_t)ix * C : ck_dw_zero;
+                x[i] = _mm512_maskz_loadu_ps(mask, p);
+            }
+        } else {
+            // One pointer stepped column by column: with the offsets i * C as constants of the
+            // loop the compiler runs out of registers for them at 12 or more columns (stride 2,
+            // dilation 2 and 4) and reloads each from the stack, a second load per column.
+            const int I0 = LO > 0 ? LO : 0;
+            const float *p = row + (ptrdiff_t)(ix0 + I0) * (ptrdiff_t)C;
+            CK_UNROLL for (int i = I0; i < L; i++) {
+                if (i >= HI) break;
+                x[i] = _mm512_maskz_loadu_ps(mask, p);
+                p += C;
+                __asm__("" : "+r"(p));
+            }
         }
         CK_UNROLL for (int q = 0; q < R; q++) {
             if (R > 1 && !t->w[q]) continue;
