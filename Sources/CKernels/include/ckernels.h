@@ -65,11 +65,14 @@ typedef struct {
 
 #define CK_F32_NR 16
 
-/// Floats of packed weights for `g` (output channels rounded up to CK_F32_NR, bias included).
+/// Floats of packed weights for `g` (output channels rounded up to CK_F32_NR, bias included, and a
+/// trailer of CK_F32_NR floats).
 size_t ck_conv_f32_packed_count(const ck_conv_geometry *g);
 
 /// Packs filter [out_c][k_h][k_w][in_c] and an optional bias [out_c] into `packed`
-/// (ck_conv_f32_packed_count floats).
+/// (ck_conv_f32_packed_count floats). The trailer records whether the weights are finite and no
+/// bias is -0.0: then the kernels may skip input channels that are ±0 in all pixels of a tile
+/// (post-ReLU inputs) with the same results to the bit.
 void ck_conv_f32_pack(const ck_conv_geometry *g, const float *filter, const float *bias, float *packed);
 
 /// Fills `offsets` (out_h * out_w * k_h * k_w entries, [pixel][tap]) with the element offset in the
