@@ -446,8 +446,8 @@ void tile_avx2_sparse(int32_t nr, const float *const *ptrs, const int32_t *list,
 
 /// Input channels of layers whose tiles may run sparse (see nonzero_channels_avx2): below
 /// CK_SPARSE_MIN_K the tiles stay dense (layers of 16-24 input channels are mostly expansions of
-/// linear bottlenecks, with no zeros to skip, and looking cost their dense tiles 2-4% in the C
-/// harness), above CK_SPARSE_MAX_K too (the list lives on the stack).
+/// linear bottlenecks, with no zeros to skip), above CK_SPARSE_MAX_K too (the list lives on the
+/// stack).
 #define CK_SPARSE_MIN_K 32
 #define CK_SPARSE_MAX_K 4096
 
