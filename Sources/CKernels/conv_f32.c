@@ -438,8 +438,7 @@ static void tile_avx2_residual(int32_t mr, int32_t nr, const float *const *ptrs,
 /// cost 1-9% of the sparse tiles in the C harness).
 CK_TARGET_AVX2 CK_INLINE
 void tile_avx2_sparse(int32_t nr, const float *const *ptrs, const int32_t *list, int32_t n, const float *w, float *c,
-                             int32_t ldc, float lo, float hi, const float *res, size_t res_stride, int32_t res_n, float rlo,
-                             float rhi) {
+                      int32_t ldc, float lo, float hi, const float *res, size_t res_stride, int32_t res_n, float rlo, float rhi) {
     if (nr <= 8) tile_avx2_narrow_sparse_core(6, nr, ptrs, list, n, w, c, ldc, lo, hi, res, res_stride, res_n, rlo, rhi);
     else tile_avx2_sparse_core(6, nr, ptrs, list, n, w, c, ldc, lo, hi, res, res_stride, res_n, rlo, rhi);
 }
