@@ -1309,17 +1309,31 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tile_body(const int MODE, const int MR, const 
     }
     q8b_store_block(EV, acc, MR, a->params, a->out, a->rqp, a->c, (size_t)a->ldc, a->nr);
 }
+/// The 256-bit vpdpbusd of Q8B_DOT, for a last block of at most 8 channels.
+#define Q8B_DOT256(MODE, acc, xv, wv)                                                                   \
+    ((MODE) == 1 ? _mm256_dpbusd_epi32(acc, wv, xv) : _mm256_dpbusd_epi32(acc, xv, wv))
+
 /// NB (2 or 3) consecutive blocks of 16 channels for MR rows (the blocks' weights `block_stride`
 /// bytes apart, their parameters one block apart, their outputs 16 bytes apart; only the last may be
-/// partial, with `nr_last` channels): each broadcast activation feeds NB vpdpbusd.
-Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const int NB, const int EV, const q8b_tile_args *a,
-                                             size_t block_stride, int32_t nr_last) {
+/// partial, with `nr_last` channels): each broadcast activation feeds NB vpdpbusd. HALF: the last
+/// block has at most 8 channels and its dot products run on 256-bit vectors (its first 8 lanes),
+/// which take half the vpdpbusd pipe's time of 512-bit ones on CPUs that split those (Zen 4: a
+/// 24-channel layer's second block); the products and sums are the same.
+Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const int NB, const int HALF, const int EV,
+                                             const q8b_tile_args *a, size_t block_stride, int32_t nr_last) {
+    const int NF = HALF ? NB - 1 : NB;
     __m512i acc[3][Q8_MAX_MR];
+    __m256i half[Q8_MAX_MR];
     Q8_UNROLL
-    for (int j = 0; j < NB; j++) {
+    for (int j = 0; j < NF; j++) {
         const __m512i bias = _mm512_loadu_si512(a->params + j * CK_Q8_PARAMS_PER_BLOCK);
         Q8_UNROLL
         for (int m = 0; m < MR; m++) acc[j][m] = MODE == 2 ? bias : _mm512_add_epi32(bias, _mm512_set1_epi32((int32_t)a->row_terms[m]));
+    }
+    if (HALF) {
+        const __m256i bias = _mm256_loadu_si256((const __m256i *)(a->params + NF * CK_Q8_PARAMS_PER_BLOCK));
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) half[m] = MODE == 2 ? bias : _mm256_add_epi32(bias, _mm256_set1_epi32((int32_t)a->row_terms[m]));
     }
     const int8_t *w = a->w;
     for (int32_t t = 0; t < a->taps; t++) {
@@ -1328,36 +1342,50 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const
         for (int32_t p = 0; p < a->kquads; p++) {
             __m512i wv[3];
             Q8_UNROLL
-            for (int j = 0; j < NB; j++) wv[j] = _mm512_loadu_si512(w + j * block_stride);
+            for (int j = 0; j < NF; j++) wv[j] = _mm512_loadu_si512(w + j * block_stride);
+            const __m256i wh = HALF ? _mm256_loadu_si256((const __m256i *)(w + NF * block_stride)) : _mm256_setzero_si256();
             w += 4 * CK_Q8_NR;
             Q8_UNROLL
             for (int m = 0; m < MR; m++) {
-                __m512i xv = _mm512_set1_epi32(q8b_ld32(x[m] + 4 * p));
+                const int32_t bytes = q8b_ld32(x[m] + 4 * p);
+                __m512i xv = _mm512_set1_epi32(bytes);
                 Q8_UNROLL
-                for (int j = 0; j < NB; j++) acc[j][m] = Q8B_DOT(MODE, acc[j][m], xv, wv[j]);
+                for (int j = 0; j < NF; j++) acc[j][m] = Q8B_DOT(MODE, acc[j][m], xv, wv[j]);
+                if (HALF) half[m] = Q8B_DOT256(MODE, half[m], _mm512_castsi512_si256(xv), wh);
             }
         }
     }
     Q8_UNROLL
-    for (int j = 0; j < NB; j++)
+    for (int j = 0; j < NF; j++)
         q8b_store_block(EV, acc[j], MR, a->params + j * CK_Q8_PARAMS_PER_BLOCK, a->out, a->rqp, a->c + j * CK_Q8_NR,
                         (size_t)a->ldc, j < NB - 1 ? CK_Q8_NR : nr_last);
+    if (HALF) {
+        __m512i last[Q8_MAX_MR];
+        Q8_UNROLL
+        for (int m = 0; m < MR; m++) last[m] = _mm512_zextsi256_si512(half[m]);
+        q8b_store_block(EV, last, MR, a->params + NF * CK_Q8_PARAMS_PER_BLOCK, a->out, a->rqp, a->c + NF * CK_Q8_NR,
+                        (size_t)a->ldc, nr_last);
+    }
 }
 /// The tiles of one epilogue variant EV (a q8_rqp_rows variant inlined where a block takes the plain
 /// requantization, or -1: the op's variant called out of line): [mode][rows 8, 4, 2, 1], and the
-/// two- and three-block tiles of 8 rows per mode (modes 0 uint8, 1 int8, 2 flipped int8).
+/// two- and three-block tiles of 8 rows per mode (modes 0 uint8, 1 int8, 2 flipped int8), each also
+/// with a half last block (the `h` ones).
 typedef void (*q8b_tile_fn)(const q8b_tile_args *);
 typedef void (*q8b_tilen_fn)(const q8b_tile_args *, size_t, int32_t);
 typedef struct {
     q8b_tile_fn tiles[3][4];
-    q8b_tilen_fn tile2[3], tile3[3];
+    q8b_tilen_fn tile2[3], tile3[3], tile2h[3], tile3h[3];
 } q8b_tileset;
 
 #define Q8B_TILE1(MODE, MR, EV, SUF)                                                                    \
     Q8_TARGET_VNNI static void q8b_tile_##MODE##_##MR##SUF(const q8b_tile_args *a) { q8b_tile_body(MODE, MR, EV, a); }
 #define Q8B_TILEN(MODE, NB, EV, SUF)                                                                    \
     Q8_TARGET_VNNI static void q8b_tilen_##MODE##_##NB##SUF(const q8b_tile_args *a, size_t stride, int32_t nr) { \
-        q8b_tilen_body(MODE, 8, NB, EV, a, stride, nr);                                                \
+        q8b_tilen_body(MODE, 8, NB, 0, EV, a, stride, nr);                                             \
+    }                                                                                                  \
+    Q8_TARGET_VNNI static void q8b_tilen_##MODE##_##NB##h##SUF(const q8b_tile_args *a, size_t stride, int32_t nr) { \
+        q8b_tilen_body(MODE, 8, NB, 1, EV, a, stride, nr);                                             \
     }
 #define Q8B_TILES_MODE(MODE, EV, SUF)                                                                   \
     Q8B_TILE1(MODE, 8, EV, SUF) Q8B_TILE1(MODE, 4, EV, SUF) Q8B_TILE1(MODE, 2, EV, SUF) Q8B_TILE1(MODE, 1, EV, SUF) \
@@ -1374,13 +1402,18 @@ Q8B_TILES_MODE(0, Q8_EV_UINT8, _u)
 static const q8b_tileset q8b_tileset_any = {
     {Q8B_TILES_ROW(0, _any), Q8B_TILES_ROW(1, _any), Q8B_TILES_ROW(2, _any)},
     {q8b_tilen_0_2_any, q8b_tilen_1_2_any, q8b_tilen_2_2_any},
-    {q8b_tilen_0_3_any, q8b_tilen_1_3_any, q8b_tilen_2_3_any}};
+    {q8b_tilen_0_3_any, q8b_tilen_1_3_any, q8b_tilen_2_3_any},
+    {q8b_tilen_0_2h_any, q8b_tilen_1_2h_any, q8b_tilen_2_2h_any},
+    {q8b_tilen_0_3h_any, q8b_tilen_1_3h_any, q8b_tilen_2_3h_any}};
 static const q8b_tileset q8b_tileset_s = {
     {{0, 0, 0, 0}, Q8B_TILES_ROW(1, _s), Q8B_TILES_ROW(2, _s)},
     {0, q8b_tilen_1_2_s, q8b_tilen_2_2_s},
-    {0, q8b_tilen_1_3_s, q8b_tilen_2_3_s}};
+    {0, q8b_tilen_1_3_s, q8b_tilen_2_3_s},
+    {0, q8b_tilen_1_2h_s, q8b_tilen_2_2h_s},
+    {0, q8b_tilen_1_3h_s, q8b_tilen_2_3h_s}};
 static const q8b_tileset q8b_tileset_u = {
-    {Q8B_TILES_ROW(0, _u), {0, 0, 0, 0}, {0, 0, 0, 0}}, {q8b_tilen_0_2_u, 0, 0}, {q8b_tilen_0_3_u, 0, 0}};
+    {Q8B_TILES_ROW(0, _u), {0, 0, 0, 0}, {0, 0, 0, 0}}, {q8b_tilen_0_2_u, 0, 0}, {q8b_tilen_0_3_u, 0, 0},
+    {q8b_tilen_0_2h_u, 0, 0}, {q8b_tilen_0_3h_u, 0, 0}};
 
 /// The q8_rqp_rows variant number of output `o` of the given type.
 static int32_t q8_rqp_variant_number(const ck_q8_output *o, int32_t is_signed) {
@@ -1495,10 +1528,11 @@ static void q8b_conv(const ck_conv_geometry *g, const uint8_t *input, const int3
                 // Two or three full-height blocks at once (only the last block of the layer is partial).
                 const int32_t nb = b + 2 < block_end ? 3 : 2;
                 const int32_t nr_last = q8_min(CK_Q8_NR, g->out_c - (b + nb - 1) * CK_Q8_NR);
+                const int32_t half = nr_last <= CK_Q8_NR / 2;
                 if (nb == 3) {
-                    set->tile3[mode](&a, block_stride, nr_last);
+                    (half ? set->tile3h : set->tile3)[mode](&a, block_stride, nr_last);
                 } else {
-                    set->tile2[mode](&a, block_stride, nr_last);
+                    (half ? set->tile2h : set->tile2)[mode](&a, block_stride, nr_last);
                 }
                 b += nb - 1;
                 continue;
