@@ -1450,6 +1450,22 @@ Q8_TARGET_VNNI static void q8b_flip_tile(const uint8_t **ptrs, int32_t n, int32_
     }
 }
 
+/// q8b_flip_tile for the n pointers of a 1x1 layer at stride 1 without padding, which are
+/// consecutive pixels kq bytes apart: their n * kq bytes flipped in one run of 64-byte vectors
+/// (per pointer, a layer of 16 channels took one masked 32-byte vector each).
+Q8_TARGET_VNNI static void q8b_flip_run(const uint8_t **ptrs, int32_t n, int32_t kq, uint8_t *buffer) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const uint8_t *src = ptrs[0];
+    const int32_t bytes = n * kq;
+    int32_t c = 0;
+    for (; c + 64 <= bytes; c += 64) _mm512_storeu_si512(buffer + c, _mm512_xor_si512(_mm512_loadu_si512(src + c), flip));
+    if (c < bytes) {
+        const __mmask64 mask = ((__mmask64)1 << (bytes - c)) - 1;
+        _mm512_storeu_si512(buffer + c, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, src + c), flip));
+    }
+    for (int32_t i = 0; i < n; i++) ptrs[i] = buffer + (size_t)i * kq;
+}
+
 /// Row terms: the coefficient times the sum of every tap's bytes (pads included).
 Q8_TARGET_VNNI static void q8b_row_terms(int32_t is_signed, const uint8_t *const *ptrs, int32_t taps, int32_t mr,
                                          int32_t kq, uint32_t coefficient, uint32_t *row_terms) {
@@ -1482,6 +1498,9 @@ static void q8b_conv(const ck_conv_geometry *g, const uint8_t *input, const int3
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
     const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
     const int32_t mode = flipped ? 2 : is_signed ? 1 : 0;
+    // Output pixel p reads input pixel p (q8_tile_pointers' first case): a tile's pixels are one run.
+    const int32_t pointwise = taps == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 &&
+                              g->in_w == g->out_w && g->in_h >= g->out_h;
     const int32_t variant = q8_rqp_variant_number(out, is_signed);
     const q8b_tileset *set = variant == Q8_EV_INT8 && mode != 0   ? &q8b_tileset_s
                              : variant == Q8_EV_UINT8 && mode == 0 ? &q8b_tileset_u
@@ -1510,7 +1529,8 @@ static void q8b_conv(const ck_conv_geometry *g, const uint8_t *input, const int3
         const int32_t mr = sizes[kind];
         if (flipped) {
             q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, NULL, 0, NULL);
-            q8b_flip_tile(ptrs, taps * mr, kq, flip_buffer);
+            if (pointwise) q8b_flip_run(ptrs, mr, kq, flip_buffer);
+            else q8b_flip_tile(ptrs, taps * mr, kq, flip_buffer);
         } else if (pixel_sums) {
             q8_tile_pointers(g, tap_offsets, input, (size_t)kq, pad, p, mr, (const void **)ptrs, pixel_sums,
                              (uint32_t)g->in_c * (uint32_t)input_zero_point, row_terms);
