@@ -242,6 +242,10 @@ void ck_binary_f32(int32_t isa, int32_t op, const float *a, const float *b, floa
 /// sums in registers instead of a load and store per pixel.
 void ck_sum_rows_f32(int32_t isa, const float *src, size_t rows, size_t count, float *dst);
 
+/// dst[j] += src[r * count + j] over r in [0, rows), j in [0, count), for int8 (is_signed) or uint8
+/// bytes, in wrapping int32: the 8-bit MEAN / SUM sums (integer, so the order does not matter).
+void ck_sum_rows_8(int32_t isa, const void *src, int32_t is_signed, size_t rows, size_t count, int32_t *dst);
+
 /// float32 RESIZE_BILINEAR of one NHWC image, output rows [row_begin, row_end), as separable lerps
 /// with fused multiply-adds: t0 = fma(p10 - p00, dy, p00), t1 = fma(p11 - p01, dy, p01), out =
 /// fma(t1 - t0, dx, t0), with dy = ys[y] - y0[y] and dx = xs[x] - x0[x], vertically first (XNNPACK

@@ -171,6 +171,49 @@ final class PoolingKernelTests: XCTestCase {
         }
     }
 
+    /// The 8-bit means of the optimized selections sum each channel's pixels with ck_sum_rows_8
+    /// (32-channel groups, then single channels): the same bytes as the reference, for int8 and
+    /// uint8, the spatial and the general form, channel counts with and without a tail, and extreme
+    /// values (sums far from zero), checked against sums computed here.
+    func testMean8BitSumsMatchTheReference() throws {
+        var rng = SeededGenerator(seed: 53)
+        for (index, (h, w, c)) in [(7, 7, 64), (5, 6, 45), (4, 4, 3), (3, 5, 70), (1, 1, 33), (9, 9, 31)].enumerated() {
+            for signed in [true, false] {
+                let count = 2 * h * w * c
+                let extreme = index % 2 == 1
+                let raw = (0..<count).map { _ in extreme ? (Bool.random(using: &rng) ? 255 : 0) : Int.random(in: 0...255, using: &rng) }
+                let input = signed
+                    ? TensorValue.int8(raw.map { Int8(truncatingIfNeeded: $0 - 128) }, shape: [2, h, w, c], quantization: q(0.05, -7))
+                    : TensorValue.uint8(raw.map { UInt8($0) }, shape: [2, h, w, c], scale: 0.05, zeroPoint: 131)
+                let output: OutputSpec = signed ? .int8(scale: 0.02, zeroPoint: 3) : .uint8(scale: 0.02, zeroPoint: 120)
+                for keepDims in [true, false] {
+                    let inputs: [TensorValue?] = [input, axes([1, 2])]
+                    let expected = try KernelRunner.run(.mean, options: .reducer(keepDims: keepDims), inputs: inputs, outputs: [output],
+                                                        kernels: .reference)[0]
+                    let label = "\(signed ? "int8" : "uint8") \(h)x\(w)x\(c) keepDims \(keepDims)"
+                    // The reference's values follow from the sums: the spatial form's mean is
+                    // Σq / N requantized with the zero point's term rounded apart, so it lies within one and
+                    // a half units of (Σq / N - z_in) s_in / s_out + z_out.
+                    let values: [Int] = signed ? expected.values(as: Int8.self).map(Int.init) : expected.values(as: UInt8.self).map(Int.init)
+                    for n in 0..<2 {
+                        for j in 0..<c {
+                            var sum = 0
+                            for p in 0..<(h * w) { sum += raw[(n * h * w + p) * c + j] - (signed ? 128 : 0) }
+                            let real = (Double(sum) / Double(h * w) - (signed ? -7 : 131)) * 0.05 / 0.02 + (signed ? 3 : 120)
+                            let clamped = min(max(real, signed ? -128 : 0), signed ? 127 : 255)
+                            XCTAssertLessThanOrEqual(abs(Double(values[n * c + j]) - clamped), 1.5, "reference \(label) [\(n), \(j)]")
+                        }
+                    }
+                    for selection in [KernelSelection.optimized, .avx2, .portable] {
+                        let actual = try KernelRunner.run(.mean, options: .reducer(keepDims: keepDims), inputs: inputs, outputs: [output],
+                                                          kernels: selection)[0]
+                        XCTAssertEqual(actual.bytes, expected.bytes, "\(selection) \(label)")
+                    }
+                }
+            }
+        }
+    }
+
     func testMeanFloatNegativeAndDuplicateAxes() throws {
         let input = TensorValue.float32([1, 2, 3, 4, 5, 6], shape: [2, 3])
         var out = try run(.mean, .reducer(keepDims: false), [input, axes([-1, 1])], [.float32])
