@@ -273,10 +273,26 @@ struct BandChainKernel: Kernel, FusedKernel {
     }
 
     /// Bytes of one thread's window (``ParallelRunner/window(_:bytes:)``): ``ringRows`` expanded
-    /// rows, then one band of depthwise output rows (0 without windows).
+    /// rows, then one band of depthwise output rows; for a short pair, ``pairWindowBytes`` (0
+    /// without windows).
     var windowSlabBytes: Int {
-        guard ringRows > 0, stages.count == 3 else { return 0 }
+        guard ringRows > 0, stages.count == 3 else { return pairWindowBytes }
         return ConvolutionSupport.align(ringRows * stages[0].outputRowBytes) + BandChains.bandRows * stages[1].outputRowBytes
+    }
+
+    /// Most output rows of a depthwise → 1×1 pair whose rows do not split evenly between the
+    /// threads that run it in equal shares of the pixels (runPairPiece; taller ones split by rows
+    /// lose little to the odd row).
+    static let pairSplitMaxRows = 16
+
+    /// A depthwise → 1×1 pair of at most ``pairSplitMaxRows`` rows: the depthwise rows of a share
+    /// of half the pixels or less (at 2 or more threads), plus the row it shares with the share
+    /// before; else 0.
+    var pairWindowBytes: Int {
+        guard rowsPerThread, stages.count == 2, stages[0].isDepthwise, stages[1].isPointwise else { return 0 }
+        let rows = stages[0].outputRows
+        guard rows > 1, rows <= Self.pairSplitMaxRows else { return 0 }
+        return ConvolutionSupport.align(((rows + 1) / 2 + 1) * stages[0].outputRowBytes)
     }
 
     /// The most rows of the expanded tensor one band of `stages` (1×1, depthwise, 1×1) reads: from
@@ -339,6 +355,16 @@ struct BandChainKernel: Kernel, FusedKernel {
                         return
                     }
                     let rows = stages[0].outputRows, pieces = min(rows, io.parallel.threadCount)
+                    if n == 2, rows % pieces != 0, pairWindowBytes > 0, io.parallel.window(0, bytes: pairWindowBytes) != nil {
+                        // Rows that do not split evenly (7 at 2 threads: 4 and 3): equal shares of
+                        // the pixels instead (see runPairPiece).
+                        let pixels = stages[1].outputPixels
+                        io.parallel.forEach(pieces) { piece in
+                            runPairPiece(io, indices: base, starts: starts,
+                                         pixels: ConvolutionSupport.range(piece: piece, of: pieces, count: pixels), piece: piece, of: pieces)
+                        }
+                        return
+                    }
                     // A 1×1 layer that prefetches a later layer's weights (WeightPrefetch) brings in the
                     // share of them this piece's thread computes there: each thread starts with its
                     // own share of that layer's pieces, in order (mobilenet_v1's classifier at 2
@@ -399,6 +425,55 @@ struct BandChainKernel: Kernel, FusedKernel {
 }
 
 extension BandChainKernel {
+    /// Runs `body` with a table of its own of the stages' operand memory (entry i: operand i's,
+    /// which the body may move) and `part(k)`, stage k's KernelIO over that table.
+    fileprivate func withOperandTable(_ io: KernelIO, indices: UnsafePointer<Int32>, starts: UnsafeMutablePointer<Int>,
+                                      _ body: (_ table: UnsafeMutablePointer<UnsafeMutableRawPointer>, _ part: (Int) -> KernelIO) -> Void) {
+        let count = operands.count
+        withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer.self, capacity: count) { table in
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { local in
+                guard let t = table.baseAddress, let l = local.baseAddress else { return }
+                for i in 0..<count {
+                    t[i] = io.tensors[Int(indices[i])]
+                    l[i] = Int32(i)
+                }
+                body(t) { k in
+                    KernelIO(tensors: UnsafePointer(t), inputIndices: l + starts[k], inputCount: counts[2 * k],
+                             outputIndices: l + starts[k] + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,
+                             parallel: io.parallel)
+                }
+            }
+        }
+    }
+
+    /// One share of a depthwise → 1×1 pair split by pixels (`pixels` of the 1×1 output, the
+    /// share `piece` of `pieces`): the depthwise rows those pixels read, then the 1×1 layer over
+    /// them. A share that starts within a row has that row computed by the share before it too:
+    /// it computes its rows into its own window (the thread's, ``ParallelRunner/window(_:bytes:)``)
+    /// and its 1×1 pixels read them there, so no two threads write the same row of the depthwise
+    /// output, and every value is that of the layers run whole (the same kernels over the same
+    /// rows and pixels). mobilenet_v1_0.25 float at 2 threads: its two 7 × 7 pairs took 4 rows of
+    /// 7 on one thread, 57% of the work.
+    fileprivate func runPairPiece(_ io: KernelIO, indices: UnsafePointer<Int32>, starts: UnsafeMutablePointer<Int>,
+                                  pixels: Range<Int>, piece: Int, of pieces: Int) {
+        let width = stages[1].outputWidth
+        guard !pixels.isEmpty, width > 0 else { return }
+        let rows = pixels.lowerBound / width..<(pixels.upperBound + width - 1) / width
+        let shared = pixels.lowerBound % width != 0
+        // (The caller has checked that every thread has a window of pairWindowBytes.)
+        let window = shared ? io.parallel.window(piece, bytes: pairWindowBytes) : nil
+        withOperandTable(io, indices: indices, starts: starts) { t, part in
+            if let window {
+                // Row y of the depthwise output at window + (y - first row) rows.
+                let shifted = window - rows.lowerBound * stages[0].outputRowBytes
+                t[starts[0] + counts[0]] = shifted
+                t[starts[1]] = shifted
+            }
+            stages[0].run(part(0), rows: rows)
+            stages[1].runPixels(part(1), pixels, prefetchShare: (piece, pieces))
+        }
+    }
+
     /// The block in bands (at one thread, or one thread's share) with its two inner tensors kept
     /// small (windows `slab` of their memory, one per thread): the expansion writes
     /// row y of the expanded tensor at y mod ``ringRows`` of that tensor's memory, and the depthwise
@@ -416,55 +491,42 @@ extension BandChainKernel {
         let width = stages[2].outputWidth
         guard !pixels.isEmpty, width > 0, case .pointwise(let projection) = stages[2] else { return }
         let rows = pixels.lowerBound / width..<(pixels.upperBound + width - 1) / width
-        let count = operands.count
-        // The stages' operands through a table of their own: entry i is operand i's memory, the
-        // expanded and filtered tensors' entries moved per band.
-        withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer.self, capacity: count) { table in
-            withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { local in
-                guard let t = table.baseAddress, let l = local.baseAddress else { return }
-                for i in 0..<count {
-                    t[i] = io.tensors[Int(indices[i])]
-                    l[i] = Int32(i)
+        // The stages' operands through a table of their own: the expanded and filtered tensors'
+        // entries moved per band.
+        withOperandTable(io, indices: indices, starts: starts) { t, part in
+            let expandedOut = starts[0] + counts[0], expandedIn = starts[1]
+            let filteredOut = starts[1] + counts[2], filteredIn = starts[2]
+            let expandedRow = stages[0].outputRowBytes, filteredRow = stages[1].outputRowBytes
+            let ring = alreadyExpanded ? 0 : ringRows
+            // The thread's own window when the runner has one (an interpreter's), else windows
+            // in the inner tensors' memory.
+            let own = ring > 0 ? io.parallel.window(slab, bytes: windowSlabBytes) : nil
+            let expanded = own ?? t[expandedOut] + slab * ring * expandedRow
+            let filtered = own.map { $0 + ConvolutionSupport.align(ring * expandedRow) }
+                ?? t[filteredOut] + slab * BandChains.bandRows * filteredRow
+            t[expandedIn] = expanded
+            var end = rows.lowerBound, filteredDone = rows.lowerBound, expandedDone = 0
+            while end < rows.upperBound {
+                end = min(rows.upperBound, end + BandChains.bandRows)
+                let filteredNeeded = end
+                let expandedNeeded = stages[1].inputRows(forOutputRows: filteredNeeded)
+                expandedDone = max(expandedDone, stages[1].firstInputRow(forOutputRow: filteredDone))
+                // Expanded rows, in runs that do not wrap around the window: row y at y mod ring.
+                while ring > 0, expandedDone < expandedNeeded {
+                    let lap = expandedDone / ring
+                    let stop = min(expandedNeeded, (lap + 1) * ring)
+                    t[expandedOut] = expanded - lap * ring * expandedRow
+                    stages[0].run(part(0), rows: expandedDone..<stop)
+                    expandedDone = stop
                 }
-                let expandedOut = starts[0] + counts[0], expandedIn = starts[1]
-                let filteredOut = starts[1] + counts[2], filteredIn = starts[2]
-                let expandedRow = stages[0].outputRowBytes, filteredRow = stages[1].outputRowBytes
-                let ring = alreadyExpanded ? 0 : ringRows
-                // The thread's own window when the runner has one (an interpreter's), else windows
-                // in the inner tensors' memory.
-                let own = ring > 0 ? io.parallel.window(slab, bytes: windowSlabBytes) : nil
-                let expanded = own ?? t[expandedOut] + slab * ring * expandedRow
-                let filtered = own.map { $0 + ConvolutionSupport.align(ring * expandedRow) }
-                    ?? t[filteredOut] + slab * BandChains.bandRows * filteredRow
-                func part(_ k: Int) -> KernelIO {
-                    KernelIO(tensors: UnsafePointer(t), inputIndices: l + starts[k], inputCount: counts[2 * k],
-                             outputIndices: l + starts[k] + counts[2 * k], outputCount: counts[2 * k + 1], scratch: nil,
-                             parallel: io.parallel)
-                }
-                t[expandedIn] = expanded
-                var end = rows.lowerBound, filteredDone = rows.lowerBound, expandedDone = 0
-                while end < rows.upperBound {
-                    end = min(rows.upperBound, end + BandChains.bandRows)
-                    let filteredNeeded = end
-                    let expandedNeeded = stages[1].inputRows(forOutputRows: filteredNeeded)
-                    expandedDone = max(expandedDone, stages[1].firstInputRow(forOutputRow: filteredDone))
-                    // Expanded rows, in runs that do not wrap around the window: row y at y mod ring.
-                    while ring > 0, expandedDone < expandedNeeded {
-                        let lap = expandedDone / ring
-                        let stop = min(expandedNeeded, (lap + 1) * ring)
-                        t[expandedOut] = expanded - lap * ring * expandedRow
-                        stages[0].run(part(0), rows: expandedDone..<stop)
-                        expandedDone = stop
-                    }
-                    guard filteredNeeded > filteredDone else { continue }
-                    // The band's filtered rows at the start of the filtered tensor's memory.
-                    let shifted = filtered - filteredDone * filteredRow
-                    t[filteredOut] = shifted
-                    t[filteredIn] = shifted
-                    stages[1].run(part(1), rows: filteredDone..<filteredNeeded, ringRows: ring)
-                    projection.runPixels(part(2), max(pixels.lowerBound, filteredDone * width)..<min(pixels.upperBound, end * width))
-                    filteredDone = filteredNeeded
-                }
+                guard filteredNeeded > filteredDone else { continue }
+                // The band's filtered rows at the start of the filtered tensor's memory.
+                let shifted = filtered - filteredDone * filteredRow
+                t[filteredOut] = shifted
+                t[filteredIn] = shifted
+                stages[1].run(part(1), rows: filteredDone..<filteredNeeded, ringRows: ring)
+                projection.runPixels(part(2), max(pixels.lowerBound, filteredDone * width)..<min(pixels.upperBound, end * width))
+                filteredDone = filteredNeeded
             }
         }
     }
