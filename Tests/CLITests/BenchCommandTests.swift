@@ -28,7 +28,8 @@ final class BenchCommandTests: CLITestCase {
             let arena = try XCTUnwrap((object["arenaBytes"] as? NSNumber)?.intValue)
             let live = try XCTUnwrap((object["peakLiveBytes"] as? NSNumber)?.intValue)
             XCTAssertGreaterThanOrEqual(arena, live)
-            // Band windows (none in this quantized model: only float blocks run in windows).
+            // Windows: none in this quantized model (only float blocks run in bands, and the rows of
+            // its depthwise → 1×1 pairs, 64 down to 4, divide between 2 threads).
             XCTAssertEqual((object["bandWindowBytes"] as? NSNumber)?.intValue, 0)
         }
     }

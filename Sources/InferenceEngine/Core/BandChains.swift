@@ -273,10 +273,10 @@ struct BandChainKernel: Kernel, FusedKernel {
     }
 
     /// Bytes of one thread's window (``ParallelRunner/window(_:bytes:)``): ``ringRows`` expanded
-    /// rows, then one band of depthwise output rows; for a short pair, ``pairWindowBytes`` (0
-    /// without windows).
+    /// rows, then one band of depthwise output rows (0 without windows; a short pair's are
+    /// ``pairWindowBytes``).
     var windowSlabBytes: Int {
-        guard ringRows > 0, stages.count == 3 else { return pairWindowBytes }
+        guard ringRows > 0, stages.count == 3 else { return 0 }
         return ConvolutionSupport.align(ringRows * stages[0].outputRowBytes) + BandChains.bandRows * stages[1].outputRowBytes
     }
 

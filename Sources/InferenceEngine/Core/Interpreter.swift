@@ -39,7 +39,7 @@ public final class Interpreter {
         (arena, arenaByteCount) = RecycledMemory.take(byteCount: model.arenaByteCount)
         arena.initializeMemory(as: UInt8.self, repeating: 0, count: arenaByteCount)
         variables = UnsafeMutableRawPointer.allocate(byteCount: max(model.variableByteCount, 64), alignment: 64)
-        parallel = ParallelRunner(threadCount: options.numThreads, windowSlabBytes: model.bandWindowByteCount)
+        parallel = ParallelRunner(threadCount: options.numThreads, windowSlabBytes: model.windowByteCount(threads: options.numThreads))
         pointers = [UnsafeMutableRawPointer](repeating: arena, count: model.tensors.count)
         for (index, tensor) in model.tensors.enumerated() {
             if let constant = tensor.constant, let base = constant.baseAddress {

@@ -67,6 +67,17 @@ public final class Model: @unchecked Sendable {
     /// Bytes of the window each interpreter thread keeps for banded inverted residual blocks
     /// (``BandChainKernel``), outside the arena; 0 when no block runs in windows.
     public let bandWindowByteCount: Int
+    /// The short depthwise → 1×1 pairs that run in equal shares of the pixels when their rows do
+    /// not divide among the threads: each one's rows and the window bytes a thread needs for it
+    /// (``BandChainKernel/pairWindowBytes``).
+    let pairWindows: [(rows: Int, bytes: Int)]
+    /// Bytes of the window each thread keeps at `threads` threads: the banded blocks' at any
+    /// count, and those of the short pairs whose rows do not divide among that many threads (at
+    /// 1 thread the pairs run whole, without windows).
+    public func windowByteCount(threads: Int) -> Int {
+        guard threads > 1 else { return bandWindowByteCount }
+        return pairWindows.reduce(bandWindowByteCount) { $1.rows % min($1.rows, threads) != 0 ? max($0, $1.bytes) : $0 }
+    }
     /// Bytes of persistent state (variable tensors) each interpreter allocates.
     public let variableByteCount: Int
     /// Node indices of each operator that brings a later one's weights into L2 as it runs, at 1
@@ -210,6 +221,10 @@ public final class Model: @unchecked Sendable {
                         scratchOffset: plan.scratchOffsets[position], scratchByteCount: entry.scratch)
         }
         bandWindowByteCount = nodes.map { ($0.kernel as? BandChainKernel)?.windowSlabBytes ?? 0 }.max() ?? 0
+        pairWindows = nodes.compactMap { node in
+            guard let k = node.kernel as? BandChainKernel, k.pairWindowBytes > 0 else { return nil }
+            return (k.stages[0].outputRows, k.pairWindowBytes)
+        }
         variableTensors = tensors.indices.filter { tensors[$0].constant == nil && graph.tensors[$0].isVariable }
         variableByteCount = variableTensors.reduce(0) { $0 + GreedyMemoryPlanner().align(tensors[$1].byteCount) }
         self.tensors = tensors

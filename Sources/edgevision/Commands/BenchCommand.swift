@@ -111,7 +111,7 @@ enum BenchCommand {
                 ("coldLoadMs", .double(coldLoadMs)),
                 ("arenaBytes", .int(model.arenaByteCount)),
                 ("peakLiveBytes", .int(model.peakLiveByteCount)),
-                ("bandWindowBytes", .int(model.bandWindowByteCount * threads)),
+                ("bandWindowBytes", .int(model.windowByteCount(threads: threads) * threads)),
                 ("peakRSSBytes", .int(peakRSS)),
             ] + (profile ? [("operators", .array(operators.map { op in
                 JSON.object([("node", .int(op.node)), ("op", .string(op.name)), ("kernel", .string(op.kernel)), ("medianMs", .double(op.ms))])
@@ -128,8 +128,8 @@ enum BenchCommand {
                 ("load", String(format: "%.1f ms (model + interpreter + first invoke; %.1f ms as the process's first load)", loadMs, coldLoadMs)),
                 ("arena", String(format: "%.2f MiB (the most bytes alive at one step: %.2f MiB)",
                                  Double(model.arenaByteCount) / 1_048_576, Double(model.peakLiveByteCount) / 1_048_576)),
-                ("windows", String(format: "%.2f MiB (banded blocks' per-thread windows, outside the arena)",
-                                   Double(model.bandWindowByteCount * threads) / 1_048_576)),
+                ("windows", String(format: "%.2f MiB (per-thread windows of banded blocks and split pairs, outside the arena)",
+                                   Double(model.windowByteCount(threads: threads) * threads) / 1_048_576)),
                 ("peak RSS", String(format: "%.1f MiB", Double(peakRSS) / 1_048_576)),
             ]
             let width = rows.map { $0.0.count }.max() ?? 0
