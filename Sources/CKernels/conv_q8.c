@@ -258,12 +258,17 @@ static void q8_tap_offsets(const ck_conv_geometry *g, int32_t *offsets) {
 /// Fills ptrs[t * mr + m] with the input pixel (index into an image of `bytes_per_pixel`-byte
 /// pixels) tap t of output pixel (p + m) reads, or `outside` outside the image; adds the pixel
 /// sums of the taps to sums[m] when `pixel_sums` is given (`outside_sum` for taps outside).
+/// A 1x1 layer at stride 1 without padding: output pixel p reads input pixel p.
+static inline int q8_reads_own_pixel(const ck_conv_geometry *g) {
+    return g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 &&
+           g->in_w == g->out_w && g->in_h >= g->out_h;
+}
+
 static void q8_tile_pointers(const ck_conv_geometry *g, const int32_t *tap_offsets, const uint8_t *input,
                              size_t bytes_per_pixel, const void *outside, int32_t p, int32_t mr, const void **ptrs,
                              const int32_t *pixel_sums, uint32_t outside_sum, uint32_t *sums) {
     const int32_t taps = g->k_h * g->k_w;
-    if (taps == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 && g->in_w == g->out_w &&
-        g->in_h >= g->out_h) {
+    if (q8_reads_own_pixel(g)) {
         // 1x1, stride 1, no padding: output pixel p reads input pixel p.
         for (int32_t m = 0; m < mr; m++) {
             ptrs[m] = input + (size_t)(p + m) * bytes_per_pixel;
@@ -1347,8 +1352,7 @@ Q8_TARGET_VNNI Q8_INLINE void q8b_tilen_body(const int MODE, const int MR, const
             w += 4 * CK_Q8_NR;
             Q8_UNROLL
             for (int m = 0; m < MR; m++) {
-                const int32_t bytes = q8b_ld32(x[m] + 4 * p);
-                __m512i xv = _mm512_set1_epi32(bytes);
+                const __m512i xv = _mm512_set1_epi32(q8b_ld32(x[m] + 4 * p));
                 Q8_UNROLL
                 for (int j = 0; j < NF; j++) acc[j][m] = Q8B_DOT(MODE, acc[j][m], xv, wv[j]);
                 if (HALF) half[m] = Q8B_DOT256(MODE, half[m], _mm512_castsi512_si256(xv), wh);
@@ -1498,9 +1502,8 @@ static void q8b_conv(const ck_conv_geometry *g, const uint8_t *input, const int3
     const uint32_t coefficient = q8b_row_coefficient(is_signed, filter_zero_point);
     const int32_t flipped = q8b_flipped(g, is_signed, filter_zero_point);
     const int32_t mode = flipped ? 2 : is_signed ? 1 : 0;
-    // Output pixel p reads input pixel p (q8_tile_pointers' first case): a tile's pixels are one run.
-    const int32_t pointwise = taps == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 &&
-                              g->in_w == g->out_w && g->in_h >= g->out_h;
+    // A tile's pixels are then one run of the input.
+    const int32_t pointwise = q8_reads_own_pixel(g);
     const int32_t variant = q8_rqp_variant_number(out, is_signed);
     const q8b_tileset *set = variant == Q8_EV_INT8 && mode != 0   ? &q8b_tileset_s
                              : variant == Q8_EV_UINT8 && mode == 0 ? &q8b_tileset_u

@@ -285,6 +285,12 @@ struct BandChainKernel: Kernel, FusedKernel {
     /// lose little to the odd row).
     static let pairSplitMaxRows = 16
 
+    /// Whether a pair of `rows` rows run by `threads` threads splits by pixels (its rows do not
+    /// divide among the pieces) rather than by rows.
+    static func pairSplitsByPixels(rows: Int, threads: Int) -> Bool {
+        threads > 1 && rows > 0 && rows % min(rows, threads) != 0
+    }
+
     /// A depthwise → 1×1 pair of at most ``pairSplitMaxRows`` rows: the depthwise rows of a share
     /// of half the pixels or less (at 2 or more threads), plus the row it shares with the share
     /// before; else 0.
@@ -355,7 +361,8 @@ struct BandChainKernel: Kernel, FusedKernel {
                         return
                     }
                     let rows = stages[0].outputRows, pieces = min(rows, io.parallel.threadCount)
-                    if n == 2, rows % pieces != 0, pairWindowBytes > 0, io.parallel.window(0, bytes: pairWindowBytes) != nil {
+                    if n == 2, Self.pairSplitsByPixels(rows: rows, threads: io.parallel.threadCount), pairWindowBytes > 0,
+                       io.parallel.window(0, bytes: pairWindowBytes) != nil {
                         // Rows that do not split evenly (7 at 2 threads: 4 and 3): equal shares of
                         // the pixels instead (see runPairPiece).
                         let pixels = stages[1].outputPixels

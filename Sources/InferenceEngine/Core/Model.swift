@@ -75,8 +75,9 @@ public final class Model: @unchecked Sendable {
     /// count, and those of the short pairs whose rows do not divide among that many threads (at
     /// 1 thread the pairs run whole, without windows).
     public func windowByteCount(threads: Int) -> Int {
-        guard threads > 1 else { return bandWindowByteCount }
-        return pairWindows.reduce(bandWindowByteCount) { $1.rows % min($1.rows, threads) != 0 ? max($0, $1.bytes) : $0 }
+        pairWindows.reduce(bandWindowByteCount) {
+            BandChainKernel.pairSplitsByPixels(rows: $1.rows, threads: threads) ? max($0, $1.bytes) : $0
+        }
     }
     /// Bytes of persistent state (variable tensors) each interpreter allocates.
     public let variableByteCount: Int
