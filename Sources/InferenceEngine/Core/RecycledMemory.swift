@@ -83,6 +83,18 @@ final class PackedBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
         initialize(base.bindMemory(to: Element.self, capacity: self.count))
     }
 
+    /// A copy of `elements`, 64-byte aligned. (A Swift array's elements are only 16-byte aligned,
+    /// so where they land in the heap decides whether the kernels' 64-byte loads of them split
+    /// across cache lines: tf2_mobilenet_v2's 8-bit depthwise layers took 0.087–0.094 ms or
+    /// 0.113–0.119 ms depending on the length of the file paths the process had read before.)
+    convenience init(copying elements: [Element]) {
+        self.init(count: elements.count) { destination in
+            elements.withUnsafeBufferPointer { source in
+                if let start = source.baseAddress { destination.initialize(from: start, count: source.count) }
+            }
+        }
+    }
+
     deinit { RecycledMemory.give(base, byteCount: byteCount) }
 
     func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R {

@@ -100,11 +100,11 @@ struct OptimizedQuantizedConvKernel: Kernel {
     let packed8: PackedBuffer<Int8>
     /// ck_conv_q8_c3s2's weights, nil when the layer takes another path.
     let firstLayer: PackedBuffer<Float>?
-    let params: [Int32]
+    let params: PackedBuffer<Int32>
     let output: ck_q8_output
     /// What taps outside the image read: int16 zeros, or (byte path) the input zero point.
-    let zeros16: [Int16]
-    let pad8: [UInt8]
+    let zeros16: PackedBuffer<Int16>
+    let pad8: PackedBuffer<UInt8>
     let split: GemmSplit
     /// Scratch bytes per image: converted input, then (byte path) the int32 pixel sums; 0 when the
     /// byte path reads the input in place.
@@ -208,11 +208,11 @@ struct OptimizedQuantizedConvKernel: Kernel {
         self.inputZeroPoint = inputZeroPoint
         self.filterZeroPoint = filterZeroPoint
         self.bytePath = bytePath
-        self.params = params
+        self.params = PackedBuffer(copying: params)
         output = requant.output
-        zeros16 = [Int16](repeating: 0, count: paddedChannels)
+        zeros16 = PackedBuffer(copying: [Int16](repeating: 0, count: paddedChannels))
         // A tap outside the image reads the input zero point (contributing 0); padding channels 0.
-        pad8 = (0..<paddedChannels).map { $0 < Int(geometry.in_c) ? UInt8(truncatingIfNeeded: inputZeroPoint) : 0 }
+        pad8 = PackedBuffer(copying: (0..<paddedChannels).map { $0 < Int(geometry.in_c) ? UInt8(truncatingIfNeeded: inputZeroPoint) : 0 })
     }
 
     /// Scratch bytes `run` needs: the converted input of every image.
@@ -386,11 +386,11 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let batches: Int
     let isSigned: Bool
     let inputZeroPoint: Int32
-    let packed: [Int32]
-    let params: [Int32]
+    let packed: PackedBuffer<Int32>
+    let params: PackedBuffer<Int32>
     let output: ck_q8_output
     /// in_c bytes of the input zero point: what the AVX2 and AVX-512 variants read outside the image.
-    let pad: [UInt8]
+    let pad: PackedBuffer<UInt8>
     let pieces: Int
     /// Output rows per unit of the split: 2 where the 3×3 variant computes two rows per pass (a
     /// piece of odd rows would compute one row for nothing).
@@ -410,7 +410,7 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         var g = geometry
         let count = ck_dwconv_q8_packed_count(&g)
         var params = requant.takeParams()
-        packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
+        let packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
             params.withUnsafeMutableBufferPointer { p in
                 if let base = buffer.baseAddress, let pb = p.baseAddress {
                     ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
@@ -422,9 +422,10 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
             }
         }
         guard packed.count == count else { return nil }
-        self.params = params
+        self.packed = PackedBuffer(copying: packed)
+        self.params = PackedBuffer(copying: params)
         output = requant.output
-        pad = [UInt8](repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels)
+        pad = PackedBuffer(copying: [UInt8](repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels))
         self.isa = kernelISA
         self.geometry = geometry
         self.batches = batches
