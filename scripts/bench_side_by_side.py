@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--models", default="")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--budget", type=float, default=4.0,
                     help="max seconds of timed EdgeVision invokes per measurement (fewer runs for slow models)")
@@ -137,27 +137,35 @@ def main():
                     continue
                 print(f"[bench] round {rnd + 1}/{args.rounds} {n} {t} thread(s), load {os.getloadavg()[0]:.2f}",
                       file=sys.stderr, flush=True)
-                if not any(x.startswith("LiteRT") for x in row["errors"]):
-                    try:
-                        median, load_ms = time_litert(s["model_path"], t, s["arrays"], args.runs, args.warmup)
-                        row["lite"].append(median)
-                        row["lite_load"].append(load_ms)
-                    except Exception as ex:
-                        row["errors"].append(f"LiteRT failed: {type(ex).__name__}: {' '.join(str(ex).split())[:160]}")
-                if not any(x.startswith("EdgeVision") for x in row["errors"]):
-                    try:
-                        if row["ev_runs"] is None:   # probe: adapt runs/warm-up to the time budget
-                            probe = run_edgevision(args.edgevision, s["model_path"], t, s["files"], 1, 0, args.timeout)
-                            per = max(probe["medianMs"], 0.01) / 1e3
-                            row["ev_runs"] = int(max(3, min(args.runs, args.budget // per)))
-                            row["ev_warmup"] = int(max(1, min(args.warmup, row["ev_runs"] // 5)))
-                        j = run_edgevision(args.edgevision, s["model_path"], t, s["files"], row["ev_runs"],
-                                           row["ev_warmup"], args.timeout)
-                        row["ev"].append(j["medianMs"])
-                        row["ev_load"].append(j["loadMs"])
-                        row["ev_json"] = j
-                    except Exception as ex:
-                        row["errors"].append(f"EdgeVision failed: {type(ex).__name__}: {' '.join(str(ex).split())[:200]}")
+                # Which runtime goes first alternates from round to round, so neither always
+                # runs right after the other.
+                def litert():
+                    if not any(x.startswith("LiteRT") for x in row["errors"]):
+                        try:
+                            median, load_ms = time_litert(s["model_path"], t, s["arrays"], args.runs, args.warmup)
+                            row["lite"].append(median)
+                            row["lite_load"].append(load_ms)
+                        except Exception as ex:
+                            row["errors"].append(f"LiteRT failed: {type(ex).__name__}: {' '.join(str(ex).split())[:160]}")
+
+                def edgevision():
+                    if not any(x.startswith("EdgeVision") for x in row["errors"]):
+                        try:
+                            if row["ev_runs"] is None:   # probe: adapt runs/warm-up to the time budget
+                                probe = run_edgevision(args.edgevision, s["model_path"], t, s["files"], 1, 0, args.timeout)
+                                per = max(probe["medianMs"], 0.01) / 1e3
+                                row["ev_runs"] = int(max(3, min(args.runs, args.budget // per)))
+                                row["ev_warmup"] = int(max(1, min(args.warmup, row["ev_runs"] // 5)))
+                            j = run_edgevision(args.edgevision, s["model_path"], t, s["files"], row["ev_runs"],
+                                               row["ev_warmup"], args.timeout)
+                            row["ev"].append(j["medianMs"])
+                            row["ev_load"].append(j["loadMs"])
+                            row["ev_json"] = j
+                        except Exception as ex:
+                            row["errors"].append(f"EdgeVision failed: {type(ex).__name__}: {' '.join(str(ex).split())[:200]}")
+
+                for measure in ((litert, edgevision) if rnd % 2 == 0 else (edgevision, litert)):
+                    measure()
 
     load1 = os.getloadavg()
     fmt_load = lambda l: ", ".join(f"{x:.2f}" for x in l)
@@ -172,7 +180,8 @@ def main():
     out.append(f"LiteRT: ai-edge-litert {lv}, default XNNPACK delegate, {args.warmup} warm-up + {args.runs} timed "
                f"invokes per round; EdgeVision: `edgevision bench --json` (release), same inputs, up to "
                f"{args.runs} timed invokes per round (fewer for slow models: ~{args.budget:g} s budget); "
-               f"{args.rounds} interleaved rounds; ms = median of the per-round medians.")
+               f"{args.rounds} interleaved rounds (LiteRT first in odd rounds, EdgeVision in even ones); "
+               f"ms = median of the per-round medians.")
     out.append("")
     out.append("| model | threads | input | MACs (M) | LiteRT ms | EdgeVision ms | ratio EV/LiteRT | EdgeVision GMAC/s | EV runs/round | LiteRT load ms | EV load ms | EV arena MiB | EV live peak MiB | EV peak RSS MiB | notes |")
     out.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
