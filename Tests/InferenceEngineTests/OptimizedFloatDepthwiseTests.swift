@@ -94,13 +94,15 @@ extension OptimizedFloatKernelTests {
         try checkDepthwise(cases, seed: 63)
     }
 
-    /// Stride-1 rows with "same" padding and at least 16 columns run with edge blocks: 8 columns at
-    /// each end whose taps outside the image are skipped at compile time, unchecked blocks between
-    /// (down to a single column). Widths 16 (the two edge blocks meet), 17, 25 and 33 (a lone
-    /// column between), 3×3 dilated 1, 2 and 4 and 5×5, channel counts walked chunk by chunk (16,
-    /// masked 24, 288, 480) and block by block (33 wide: 192 dilated 1 and 4, 160 dilated 2; every
-    /// chunk of a column block before the next). Narrower rows, VALID padding and strides keep the
-    /// checked border blocks.
+    /// Stride-1 rows with "same" padding and at least 8 + (k - 1) · d / 2 columns run with edge
+    /// blocks: 8 columns at each end whose taps outside the image are skipped at compile time,
+    /// unchecked blocks between (down to a single column). Widths 16 (the two edge blocks meet),
+    /// 17, 25 and 33 (a lone column between), 3×3 dilated 1, 2 and 4 and 5×5, channel counts walked
+    /// chunk by chunk (16, masked 24, 288, 480) and block by block (33 wide: 192 dilated 1 and 4,
+    /// 160 dilated 2; every chunk of a column block before the next). Narrower rows down to the
+    /// least width of each filter (9, 10, 12, 10 columns; 14: MobileNet's 14 × 14 layers) have the
+    /// two blocks overlap, the columns they share computed by both. Narrower rows still, VALID
+    /// padding and strides keep the checked border blocks.
     func testDepthwiseEdgeBlocks() throws {
         var cases: [DepthwiseCase] = []
         for (i, w) in [16, 17, 25, 33].enumerated() {
@@ -109,6 +111,15 @@ extension OptimizedFloatKernelTests {
             cases.append(DepthwiseCase(h: 6, w: w, c: [96, 16, 24, 192][i], kh: 3, kw: 3, dilation: (4, 4)))
             cases.append(DepthwiseCase(h: 6, w: w, c: [24, 96, 16, 32][i], kh: 5, kw: 5, activation: .relu))
         }
+        for (i, w) in [9, 11, 14, 15].enumerated() {
+            cases.append(DepthwiseCase(h: 5 + i % 2, w: w, c: [16, 128, 24, 7][i], kh: 3, kw: 3, activation: i % 2 == 0 ? .relu6 : .none))
+        }
+        for (i, w) in [10, 13].enumerated() {
+            cases.append(DepthwiseCase(h: 7, w: w, c: [32, 24][i], kh: 3, kw: 3, dilation: (2, 2)))
+            cases.append(DepthwiseCase(h: 6, w: w, c: [16, 40][i], kh: 5, kw: 5, activation: .relu))
+        }
+        cases.append(DepthwiseCase(h: 6, w: 12, c: 48, kh: 3, kw: 3, dilation: (4, 4)))
+        cases.append(DepthwiseCase(h: 6, w: 14, c: 16, kh: 3, kw: 3, dilation: (4, 4), activation: .none))
         cases.append(DepthwiseCase(h: 4, w: 33, c: 480, kh: 3, kw: 3, dilation: (4, 4)))
         cases.append(DepthwiseCase(h: 10, w: 20, c: 32, kh: 3, kw: 3, dilation: (4, 4), padding: .valid))
         cases.append(DepthwiseCase(h: 6, w: 15, c: 32, kh: 3, kw: 3, dilation: (2, 2)))
