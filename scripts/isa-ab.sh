@@ -7,5 +7,6 @@ cd "$(dirname "$0")/.."
 CC=${CC:-$(command -v clang || command -v cc)}
 out=$(mktemp /tmp/isa_ab.XXXXXX)
 trap 'rm -f "$out"' EXIT
-"$CC" -O2 -ISources/CKernels/include -ISources/CKernels scripts/bench/isa_ab.c Sources/CKernels/*.c -o "$out" -lm -lpthread
+# SwiftPM's release flags for C (see scripts/kernel-ab.sh: the frame pointer keeps vector spills aligned).
+"$CC" -O2 -fPIC -fno-omit-frame-pointer -ISources/CKernels/include -ISources/CKernels scripts/bench/isa_ab.c Sources/CKernels/*.c -o "$out" -lm -lpthread
 "$out" "${1:-100}"
