@@ -246,8 +246,6 @@ void ck_conv_q8_pack(int32_t isa, const ck_conv_geometry *g, const void *filter,
     }
 }
 
-/// Fills ptrs[t * MR + m] with the converted input pixel tap t of output pixel (p + m) reads, or
-/// `zeros` outside the image.
 /// Pixel offsets of every tap relative to the window's top-left pixel.
 static void q8_tap_offsets(const ck_conv_geometry *g, int32_t *offsets) {
     int32_t t = 0;
@@ -255,15 +253,15 @@ static void q8_tap_offsets(const ck_conv_geometry *g, int32_t *offsets) {
         for (int32_t kx = 0; kx < g->k_w; kx++, t++) offsets[t] = ky * g->dil_h * g->in_w + kx * g->dil_w;
 }
 
-/// Fills ptrs[t * mr + m] with the input pixel (index into an image of `bytes_per_pixel`-byte
-/// pixels) tap t of output pixel (p + m) reads, or `outside` outside the image; adds the pixel
-/// sums of the taps to sums[m] when `pixel_sums` is given (`outside_sum` for taps outside).
 /// A 1x1 layer at stride 1 without padding: output pixel p reads input pixel p.
 static inline int q8_reads_own_pixel(const ck_conv_geometry *g) {
     return g->k_h == 1 && g->k_w == 1 && g->stride_h == 1 && g->stride_w == 1 && g->pad_top == 0 && g->pad_left == 0 &&
            g->in_w == g->out_w && g->in_h >= g->out_h;
 }
 
+/// Fills ptrs[t * mr + m] with the input pixel (index into an image of `bytes_per_pixel`-byte
+/// pixels) tap t of output pixel (p + m) reads, or `outside` outside the image; adds the pixel
+/// sums of the taps to sums[m] when `pixel_sums` is given (`outside_sum` for taps outside).
 static void q8_tile_pointers(const ck_conv_geometry *g, const int32_t *tap_offsets, const uint8_t *input,
                              size_t bytes_per_pixel, const void *outside, int32_t p, int32_t mr, const void **ptrs,
                              const int32_t *pixel_sums, uint32_t outside_sum, uint32_t *sums) {

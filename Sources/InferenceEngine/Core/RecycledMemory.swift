@@ -95,6 +95,11 @@ final class PackedBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
         }
     }
 
+    /// `count` copies of `value`, 64-byte aligned.
+    convenience init(repeating value: Element, count: Int) {
+        self.init(count: count) { $0.initialize(repeating: value, count: max(count, 0)) }
+    }
+
     deinit { RecycledMemory.give(base, byteCount: byteCount) }
 
     func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<Element>) throws -> R) rethrows -> R {

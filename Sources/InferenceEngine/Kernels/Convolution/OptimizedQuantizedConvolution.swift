@@ -210,7 +210,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         self.bytePath = bytePath
         self.params = PackedBuffer(copying: params)
         output = requant.output
-        zeros16 = PackedBuffer(copying: [Int16](repeating: 0, count: paddedChannels))
+        zeros16 = PackedBuffer(repeating: 0, count: paddedChannels)
         // A tap outside the image reads the input zero point (contributing 0); padding channels 0.
         pad8 = PackedBuffer(copying: (0..<paddedChannels).map { $0 < Int(geometry.in_c) ? UInt8(truncatingIfNeeded: inputZeroPoint) : 0 })
     }
@@ -410,22 +410,20 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         var g = geometry
         let count = ck_dwconv_q8_packed_count(&g)
         var params = requant.takeParams()
-        let packed = [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
+        var prepared = false
+        let packed = PackedBuffer<Int32>(count: count) { base in
             params.withUnsafeMutableBufferPointer { p in
-                if let base = buffer.baseAddress, let pb = p.baseAddress {
-                    ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
-                    ck_dwconv_q8_prepare(kernelISA, &g, isSigned ? 1 : 0, inputZeroPoint, base, pb)
-                    initialized = count
-                } else {
-                    initialized = 0
-                }
+                ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
+                guard let pb = p.baseAddress else { return }
+                ck_dwconv_q8_prepare(kernelISA, &g, isSigned ? 1 : 0, inputZeroPoint, base, pb)
+                prepared = true
             }
         }
-        guard packed.count == count else { return nil }
-        self.packed = PackedBuffer(copying: packed)
+        guard prepared else { return nil }
+        self.packed = packed
         self.params = PackedBuffer(copying: params)
         output = requant.output
-        pad = PackedBuffer(copying: [UInt8](repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels))
+        pad = PackedBuffer(repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels)
         self.isa = kernelISA
         self.geometry = geometry
         self.batches = batches
