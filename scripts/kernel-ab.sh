@@ -3,7 +3,8 @@
 # process on the shapes of the reference models' layers (scripts/kernel-ab/kernel_ab.c: best of REPS
 # calls of each, outputs compared byte for byte). On a machine whose speed drifts in phases of
 # seconds (docs/PERFORMANCE.md, session 15) this comparison holds still where runs of two binaries
-# one after the other do not. x86-64 with AVX2 only.
+# one after the other do not. x86-64 with AVX2 at least; the kernels run at the machine's best instruction
+# set, as the package runs them (KERNEL_AB_ISA=1 caps them at AVX2, 2 at AVX-512).
 # Usage: scripts/kernel-ab.sh BASE [gemm|depthwise|first|float-depthwise|float-pool|all] [REPS]   (e.g. scripts/kernel-ab.sh HEAD~3 depthwise)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2042,6 +2042,15 @@ typedef struct {
     const float *w[2];
 } dw_tap_row;
 
+/// How rows run their border columns (dw_edges); otherwise in checked blocks of up to 4.
+enum {
+    DW_EDGES_NONE = 0,
+    DW_EDGES_BOTH = 1,   ///< edge blocks of 8 at both ends (dwz_edge_left, dwz_edge_right)
+    DW_EDGES_RIGHT = 2,  ///< 3 × 3 stride 2: unchecked blocks of 8, the last 8 columns as an edge block
+    DW_EDGES_ROW7 = 3,   ///< 3 × 3 stride 1 or 2, 7 columns: the whole row one block
+    DW_EDGES_ROW8 = 4,   ///< the same, 8 columns
+};
+
 typedef struct {
     const dw_tap_row *taps;
     int32_t ntaps;
@@ -2051,7 +2060,7 @@ typedef struct {
     size_t C;              ///< channels (pixel stride)
     int32_t in_w, out_w, k_w, stride_w, dil_w, pad_left;
     int32_t ox_lo, ox_hi;  ///< output columns [ox_lo, ox_hi) read no tap outside the image
-    int32_t edges;         ///< rows run with edge blocks (see dw_edges)
+    int32_t edges;         ///< how rows run their border columns (DW_EDGES_*, see dw_edges)
 } dw_pass;
 
 /// Output columns whose horizontal taps all fall inside the image: [*lo, *hi) (possibly empty).
@@ -2098,58 +2107,73 @@ static inline int32_t dw_block_size(int32_t left, int32_t nmax) {
 
 // ---- AVX-512: 16-channel chunks ----
 
+/// One input row's taps of a block (see dwz_block_cols): its columns loaded, each fed to the
+/// outputs that read it. `wpre` (NULL: loaded here) holds the row's K weights of a one-row pass.
+CK_TARGET_AVX512 CK_INLINE
+void dwz_tap_row(const dw_pass *r, const dw_tap_row *t, __mmask16 mask, int32_t ix0, __m512 acc[2][8], const __m512 *wpre,
+                 const int N, const int K, const int S, const int D, const int R, const int CHECK, const int LO, const int HI) {
+    enum { LMAX = 7 * 2 + 4 * 4 + 1 };
+    const int L = (N - 1) * S + (K - 1) * D + 1;
+    const size_t C = r->C;
+    const float *row = t->in + r->c0;
+    __m512 x[LMAX];
+    if (CHECK) {
+        CK_UNROLL for (int i = 0; i < L; i++) {
+            if (i < LO || i >= HI) continue;
+            const int32_t ix = ix0 + i;
+            const float *p = (uint32_t)ix < (uint32_t)r->in_w ? row + (size_t)ix * C : ck_dw_zero;
+            x[i] = _mm512_maskz_loadu_ps(mask, p);
+        }
+    } else {
+        // One pointer stepped column by column: with the offsets i * C as constants of the
+        // loop the compiler runs out of registers for them at 12 or more columns (stride 2,
+        // dilation 2 and 4) and reloads each from the stack, a second load per column.
+        const int I0 = LO > 0 ? LO : 0;
+        const float *p = row + (ptrdiff_t)(ix0 + I0) * (ptrdiff_t)C;
+        CK_UNROLL for (int i = I0; i < L; i++) {
+            if (i >= HI) break;
+            x[i] = _mm512_maskz_loadu_ps(mask, p);
+            p += C;
+            __asm__("" : "+r"(p));
+        }
+    }
+    CK_UNROLL for (int q = 0; q < R; q++) {
+        if (R > 1 && !t->w[q]) continue;
+        __m512 wv[5];
+        if (wpre) {
+            CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = wpre[kx];
+        } else {
+            const float *wr = t->w[q] + r->c0;
+            CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = _mm512_maskz_loadu_ps(mask, wr + (size_t)kx * C);
+        }
+        CK_UNROLL for (int j = 0; j < N; j++)
+            CK_UNROLL for (int kx = 0; kx < K; kx++) {
+                const int i = j * S + kx * D;
+                if (i < LO || i >= HI) continue;
+                acc[q][j] = _mm512_fmadd_ps(x[i], wv[kx], acc[q][j]);
+            }
+    }
+}
+
 /// N output columns from column ox of R output rows; filter width K, stride S, dilation D. The
 /// block's input columns are i = 0 ..< L from column ox * S - pad_left. CHECK: each column is
 /// checked against the image at run time (outside: zeros). Columns i < LO or i >= HI are known at
 /// compile time to lie outside the image (an edge block, see dwz_chunk_impl): they are neither
-/// loaded nor multiplied, as the rows outside the image are not listed.
+/// loaded nor multiplied, as the rows outside the image are not listed. `wpre` (NULL: the weights
+/// are loaded here): a one-row pass of exactly K tap rows, their K × K weights in registers.
 CK_TARGET_AVX512 CK_INLINE
 void dwz_block_cols(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
                     const int N, const int K, const int S, const int D, const int R, const int CHECK, const int LO,
-                    const int HI) {
-    enum { LMAX = 7 * 2 + 4 * 4 + 1 };
-    const int L = (N - 1) * S + (K - 1) * D + 1;
+                    const int HI, const __m512 *wpre) {
     const int32_t ix0 = ox * S - r->pad_left;
     const size_t C = r->C;
     const __m512 vb = r->bias ? _mm512_maskz_loadu_ps(mask, r->bias + r->c0) : _mm512_setzero_ps();
     __m512 acc[2][8];
     CK_UNROLL for (int q = 0; q < R; q++) CK_UNROLL for (int j = 0; j < N; j++) acc[q][j] = vb;
-    for (int32_t e = 0; e < r->ntaps; e++) {
-        const dw_tap_row *t = r->taps + e;
-        const float *row = t->in + r->c0;
-        __m512 x[LMAX];
-        if (CHECK) {
-            CK_UNROLL for (int i = 0; i < L; i++) {
-                if (i < LO || i >= HI) continue;
-                const int32_t ix = ix0 + i;
-                const float *p = (uint32_t)ix < (uint32_t)r->in_w ? row + (size_t)ix * C : ck_dw_zero;
-                x[i] = _mm512_maskz_loadu_ps(mask, p);
-            }
-        } else {
-            // One pointer stepped column by column: with the offsets i * C as constants of the
-            // loop the compiler runs out of registers for them at 12 or more columns (stride 2,
-            // dilation 2 and 4) and reloads each from the stack, a second load per column.
-            const int I0 = LO > 0 ? LO : 0;
-            const float *p = row + (ptrdiff_t)(ix0 + I0) * (ptrdiff_t)C;
-            CK_UNROLL for (int i = I0; i < L; i++) {
-                if (i >= HI) break;
-                x[i] = _mm512_maskz_loadu_ps(mask, p);
-                p += C;
-                __asm__("" : "+r"(p));
-            }
-        }
-        CK_UNROLL for (int q = 0; q < R; q++) {
-            if (R > 1 && !t->w[q]) continue;
-            const float *wr = t->w[q] + r->c0;
-            __m512 wv[5];
-            CK_UNROLL for (int kx = 0; kx < K; kx++) wv[kx] = _mm512_maskz_loadu_ps(mask, wr + (size_t)kx * C);
-            CK_UNROLL for (int j = 0; j < N; j++)
-                CK_UNROLL for (int kx = 0; kx < K; kx++) {
-                    const int i = j * S + kx * D;
-                    if (i < LO || i >= HI) continue;
-                    acc[q][j] = _mm512_fmadd_ps(x[i], wv[kx], acc[q][j]);
-                }
-        }
+    if (wpre) {
+        CK_UNROLL for (int e = 0; e < K; e++) dwz_tap_row(r, r->taps + e, mask, ix0, acc, wpre + e * K, N, K, S, D, R, CHECK, LO, HI);
+    } else {
+        for (int32_t e = 0; e < r->ntaps; e++) dwz_tap_row(r, r->taps + e, mask, ix0, acc, NULL, N, K, S, D, R, CHECK, LO, HI);
     }
     CK_UNROLL for (int q = 0; q < R; q++) {
         if (q > 0 && !r->out[q]) break;
@@ -2161,8 +2185,8 @@ void dwz_block_cols(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, in
 
 CK_TARGET_AVX512 CK_INLINE
 void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox,
-               const int N, const int K, const int S, const int D, const int R, const int CHECK) {
-    dwz_block_cols(r, mask, vlo, vhi, ox, N, K, S, D, R, CHECK, 0, 1 << 20);
+               const int N, const int K, const int S, const int D, const int R, const int CHECK, const __m512 *wpre) {
+    dwz_block_cols(r, mask, vlo, vhi, ox, N, K, S, D, R, CHECK, 0, 1 << 20, wpre);
 }
 
 /// The two edge blocks of a row whose edges dw_edges allows: 8 columns from column 0 (its input
@@ -2172,37 +2196,55 @@ void dwz_block(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t
 /// time in its 8 border columns).
 CK_TARGET_AVX512 CK_INLINE
 void dwz_edge_left(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int D, const int R) {
-    dwz_block_cols(r, mask, vlo, vhi, 0, 8, K, 1, D, R, 0, (K - 1) * D / 2, 1 << 20);
+    dwz_block_cols(r, mask, vlo, vhi, 0, 8, K, 1, D, R, 0, (K - 1) * D / 2, 1 << 20, NULL);
 }
 
 CK_TARGET_AVX512 CK_INLINE
 void dwz_edge_right(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int D, const int R) {
-    dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, 1, D, R, 0, 0, 8 + (K - 1) * D / 2);
+    dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, 1, D, R, 0, 0, 8 + (K - 1) * D / 2, NULL);
 }
 
 /// Output columns [ox, end) in unchecked blocks of up to 8 (every tap inside the image).
 CK_TARGET_AVX512 CK_INLINE
 void dwz_interior(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, int32_t ox, int32_t end, const int K, const int S,
-                  const int D, const int R) {
+                  const int D, const int R, const __m512 *wpre) {
     while (ox < end) {
         const int32_t n = dw_block_size(end - ox, 8);
         switch (n) {
-        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
+        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0, wpre); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0, wpre); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0, wpre); break;
         }
         ox += n;
     }
 }
 
+/// A pass's row of one chunk in column blocks (see dwz_chunk_impl); `wpre` as dwz_block_cols'.
 CK_TARGET_AVX512 CK_INLINE
-void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R) {
-    if (S == 1 && r->edges) {
+void dwz_row_blocks(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R,
+                    const __m512 *wpre) {
+    if (S == 1 && r->edges == DW_EDGES_BOTH) {
         // Edge blocks of 8 at both ends, the columns between in unchecked blocks of up to 8.
         dwz_edge_left(r, mask, vlo, vhi, K, D, R);
-        dwz_interior(r, mask, vlo, vhi, 8, r->out_w - 8, K, S, D, R);
+        dwz_interior(r, mask, vlo, vhi, 8, r->out_w - 8, K, S, D, R, NULL);
         dwz_edge_right(r, mask, vlo, vhi, K, D, R);
+        return;
+    }
+    if (K == 3 && D == 1 && (r->edges == DW_EDGES_ROW7 || r->edges == DW_EDGES_ROW8)) {
+        // The whole row in one block, the columns outside the image skipped at compile time.
+        if (r->edges == DW_EDGES_ROW7) dwz_block_cols(r, mask, vlo, vhi, 0, 7, 3, S, 1, R, 0, S == 1 ? 1 : 0, S == 1 ? 8 : 14, wpre);
+        else dwz_block_cols(r, mask, vlo, vhi, 0, 8, 3, S, 1, R, 0, S == 1 ? 1 : 0, S == 1 ? 9 : 16, wpre);
+        return;
+    }
+    if (K == 3 && S == 2 && D == 1 && r->edges == DW_EDGES_RIGHT) {
+        // Unchecked blocks of 8 (the last one may overlap the edge block: those columns are
+        // computed twice the same way), then the last 8 columns, whose last tap column lies right
+        // of the image.
+        int32_t ox = 0;
+        for (; ox + 8 <= r->out_w - 8; ox += 8) dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre);
+        if (ox < r->out_w - 8) dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre);
+        dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, S, D, R, 0, 0, 16, wpre);
         return;
     }
     // Border columns in checked blocks of up to 4 (the right border's block starts early enough to
@@ -2211,24 +2253,39 @@ void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, co
     while (ox < r->ox_lo) {
         const int32_t n = dw_block_size(r->out_w - ox, 4);
         switch (n) {
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1, wpre); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1, wpre); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1, wpre); break;
         }
         ox += n;
     }
     const int32_t right = ck_max(ox, ck_min(r->ox_hi, r->out_w - 4));
-    dwz_interior(r, mask, vlo, vhi, ox, right, K, S, D, R);
+    dwz_interior(r, mask, vlo, vhi, ox, right, K, S, D, R, wpre);
     ox = right;
     while (ox < r->out_w) {
         const int32_t n = dw_block_size(r->out_w - ox, 4);
         switch (n) {
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1, wpre); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1, wpre); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1, wpre); break;
         }
         ox += n;
     }
+}
+
+/// One chunk of a pass. A 3 × 3 stride-2 row whose three input rows all lie inside the image keeps
+/// its nine weights in registers for the whole row, where each block loaded its three per input
+/// row (an 8-column block: 17 input columns and 24 FMAs per input row).
+CK_TARGET_AVX512 CK_INLINE
+void dwz_chunk_impl(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, const int K, const int S, const int D, const int R) {
+    if (K == 3 && S == 2 && D == 1 && R == 1 && r->ntaps == 3) {
+        __m512 w9[9];
+        CK_UNROLL for (int e = 0; e < 3; e++)
+            CK_UNROLL for (int kx = 0; kx < 3; kx++) w9[3 * e + kx] = _mm512_maskz_loadu_ps(mask, r->taps[e].w[0] + r->c0 + (size_t)kx * r->C);
+        dwz_row_blocks(r, mask, vlo, vhi, K, S, D, R, w9);
+        return;
+    }
+    dwz_row_blocks(r, mask, vlo, vhi, K, S, D, R, NULL);
 }
 
 /// Any filter width, stride and dilation (one-row passes): 8 columns in flight, every tap's column checked.
@@ -2395,17 +2452,30 @@ static void dwz_chunk(const dw_pass *r, int variant, __mmask16 mask, float lo, f
     else dwz_chunk_variant(r, variant, mask, vlo, vhi, lo, hi);
 }
 
-/// Whether rows run with edge blocks (dwz_edge_left, dwz_edge_right): a stride-1 variant with
-/// "same" padding ((K - 1) · D / 2 columns each side, at most 8) and at least 8 + (K - 1) · D / 2
-/// columns, so neither block of 8 reaches the far edge. Rows of fewer than 16 columns (MobileNet's
-/// 14 × 14 layers) have the two blocks overlap: the columns both compute are computed the same way
-/// twice (the same taps in the same order) and written twice, which costs less than the checked
-/// blocks of 4 and 2 those rows took before.
+/// Edge blocks have the taps outside the image skipped at compile time instead of checked column
+/// by column. DW_EDGES_BOTH: a stride-1 variant with "same" padding ((K - 1) · D / 2 columns each
+/// side, at most 8) and at least 8 + (K - 1) · D / 2 columns, so neither block of 8 reaches the
+/// far edge. Rows of fewer than 16 columns (MobileNet's 14 × 14 layers) have the two blocks
+/// overlap: the columns both compute are computed the same way twice (the same taps in the same
+/// order) and written twice, which costs less than the checked blocks of 4 and 2 those rows took
+/// before. DW_EDGES_RIGHT: 3 × 3 stride 2 over an even width with "same" padding (none on the
+/// left, the last column's last tap one column right of the image), at least 8 columns. Rows of
+/// 7 or 8 columns of 3 × 3 layers with "same" padding (stride 1, or stride 2 over twice the
+/// width) run as one block. Measured with scripts/kernel-ab.sh (AVX-512, best of 200 alternating
+/// calls, with the stride-2 weights held in registers, see dwz_chunk_impl): mobilenet_v1_0.25's
+/// stride-2 layers 112 × 112 × 16 13.7 → 12.4 µs, 28 × 28 × 64 3.7 → 3.0, 14 × 14 × 128 2.6 → 1.6,
+/// its 7 × 7 × 256 layer 3.4 → 2.0, BlazeFace's 32 × 32 × 42 stride 2 4.6 → 3.8 and 8 × 8 × 96
+/// 1.4 → 0.9; the whole model 0.5–1% faster at 1 and 2 threads (docs/PERFORMANCE.md, session 27).
 static int32_t dw_edges(const ck_conv_geometry *g) {
     const int variant = dw_variant(g);
-    if (variant != DW_K3S1 && variant != DW_K3D2 && variant != DW_K3D4 && variant != DW_K5S1) return 0;
+    if ((variant == DW_K3S1 || variant == DW_K3S2) && (g->out_w == 7 || g->out_w == 8) &&
+        (variant == DW_K3S1 ? g->pad_left == 1 && g->in_w == g->out_w : g->pad_left == 0 && g->in_w == 2 * g->out_w))
+        return g->out_w == 7 ? DW_EDGES_ROW7 : DW_EDGES_ROW8;
+    if (variant == DW_K3S2) return g->pad_left == 0 && g->in_w == 2 * g->out_w && g->out_w >= 8 ? DW_EDGES_RIGHT : DW_EDGES_NONE;
+    if (variant != DW_K3S1 && variant != DW_K3D2 && variant != DW_K3D4 && variant != DW_K5S1) return DW_EDGES_NONE;
     const int32_t span = (g->k_w - 1) * g->dil_w;
-    return span % 2 == 0 && g->pad_left == span / 2 && span / 2 <= 8 && g->in_w == g->out_w && g->out_w >= 8 + span / 2;
+    return span % 2 == 0 && g->pad_left == span / 2 && span / 2 <= 8 && g->in_w == g->out_w && g->out_w >= 8 + span / 2
+               ? DW_EDGES_BOTH : DW_EDGES_NONE;
 }
 
 /// The pass description shared by every chunk and row (taps, ntaps, out and c0 are set per pass).
@@ -2438,7 +2508,7 @@ static void dw_pass_rows(dw_pass *r, dw_tap_row *taps, const ck_conv_geometry *g
 /// The row's column blocks as dwz_chunk_impl cuts them: (first column, columns, checked) each.
 static int32_t dw_blocks(const dw_pass *r, int32_t *start, int8_t *count, int8_t *checked) {
     int32_t ox = 0, n = 0;
-    if (r->edges) {  // edge blocks (checked 2: left, 3: right), as dwz_chunk_impl cuts the row
+    if (r->edges == DW_EDGES_BOTH) {  // edge blocks (checked 2: left, 3: right), as dwz_chunk_impl cuts the row
         start[n] = 0; count[n] = 8; checked[n++] = 2;
         for (ox = 8; ox < r->out_w - 8;) {
             const int32_t c = dw_block_size(r->out_w - 8 - ox, 8);
@@ -2472,16 +2542,16 @@ void dwz_block_any(const dw_pass *r, __mmask16 mask, int8_t count, int8_t checke
         else dwz_edge_right(r, mask, vlo, vhi, K, D, R);
     } else if (checked) {
         switch (count) {
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 1, NULL); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 1, NULL); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 1, NULL); break;
         }
     } else {
         switch (count) {
-        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0); break;
-        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0); break;
-        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0); break;
-        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0); break;
+        case 8: dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, NULL); break;
+        case 4: dwz_block(r, mask, vlo, vhi, ox, 4, K, S, D, R, 0, NULL); break;
+        case 2: dwz_block(r, mask, vlo, vhi, ox, 2, K, S, D, R, 0, NULL); break;
+        default: dwz_block(r, mask, vlo, vhi, ox, 1, K, S, D, R, 0, NULL); break;
         }
     }
 }

@@ -101,8 +101,9 @@ extension OptimizedFloatKernelTests {
     /// chunk by chunk (16, masked 24, 288, 480) and block by block (33 wide: 192 dilated 1 and 4,
     /// 160 dilated 2; every chunk of a column block before the next). Narrower rows down to the
     /// least width of each filter (9, 10, 12, 10 columns; 14: MobileNet's 14 × 14 layers) have the
-    /// two blocks overlap, the columns they share computed by both. Narrower rows still, VALID
-    /// padding and strides keep the checked border blocks.
+    /// two blocks overlap, the columns they share computed by both. Narrower rows still (but 7 and
+    /// 8 columns: testDepthwiseStride2EdgeBlocks), VALID padding and strides keep the checked
+    /// border blocks.
     func testDepthwiseEdgeBlocks() throws {
         var cases: [DepthwiseCase] = []
         for (i, w) in [16, 17, 25, 33].enumerated() {
@@ -124,6 +125,31 @@ extension OptimizedFloatKernelTests {
         cases.append(DepthwiseCase(h: 10, w: 20, c: 32, kh: 3, kw: 3, dilation: (4, 4), padding: .valid))
         cases.append(DepthwiseCase(h: 6, w: 15, c: 32, kh: 3, kw: 3, dilation: (2, 2)))
         try checkDepthwise(cases, seed: 67)
+    }
+
+    /// 3×3 stride 2 with "same" padding over an even width (no padding left, the last column's
+    /// last tap one column right of the image): unchecked blocks of 8, the last of them overlapping
+    /// the right edge block when the width is not a multiple of 8 (outputs 9, 14, 28: MobileNet's
+    /// 224 × 224 stride-2 layers end at 56, 28, 14 and 7), the nine weights held in registers over
+    /// rows with all three input rows inside (odd and even heights: a last row with two). Rows of
+    /// 7 or 8 output columns, stride 1 or 2, run as one block. Odd widths and VALID padding keep the
+    /// checked blocks.
+    func testDepthwiseStride2EdgeBlocks() throws {
+        var cases: [DepthwiseCase] = []
+        for (i, w) in [16, 18, 28, 32, 56, 14, 112].enumerated() {
+            let channels = [16, 24, 128, 7, 32, 64, 16][i]
+            cases.append(DepthwiseCase(h: 5 + i % 2, w: w, c: channels, kh: 3, kw: 3, stride: (2, 2), activation: i % 3 == 0 ? .none : .relu6))
+        }
+        cases.append(DepthwiseCase(h: 14, w: 14, c: 128, kh: 3, kw: 3, stride: (2, 2)))
+        cases.append(DepthwiseCase(h: 7, w: 16, c: 40, kh: 3, kw: 3, stride: (2, 2), batches: 2))
+        cases.append(DepthwiseCase(h: 8, w: 15, c: 24, kh: 3, kw: 3, stride: (2, 2)))
+        cases.append(DepthwiseCase(h: 9, w: 16, c: 16, kh: 3, kw: 3, stride: (2, 2), padding: .valid))
+        for (i, w) in [7, 8].enumerated() {
+            cases.append(DepthwiseCase(h: 7, w: w, c: [256, 96][i], kh: 3, kw: 3))
+            cases.append(DepthwiseCase(h: 8, w: w, c: [20, 33][i], kh: 3, kw: 3, activation: .none))
+            cases.append(DepthwiseCase(h: 6, w: w, c: 16, kh: 3, kw: 3, padding: .valid))
+        }
+        try checkDepthwise(cases, seed: 68)
     }
 
     /// Depthwise weights computed at run time (not constant) are read in place like constant ones.

@@ -2,7 +2,9 @@
 // point below renamed with a `base_` prefix by scripts/kernel-ab.sh) against the working tree's,
 // called alternately in one process on the shapes of the reference models' layers. Each side runs
 // REPS times; the best time of each is printed with their ratio, and the two outputs are compared
-// byte for byte. Random inputs and weights, a fixed seed.
+// byte for byte. Random inputs and weights, a fixed seed. The kernels run at the machine's best
+// instruction set, as the package runs them (KERNEL_AB_ISA=1: AVX2, 2: AVX-512, 3: AVX-512 VNNI,
+// capped at the machine's).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +113,8 @@ static void report(const char *label, double best[2], const uint8_t *out[2], siz
 }
 
 static int reps = 300;
+/// Instruction set every call runs at (main: the machine's best, or KERNEL_AB_ISA).
+static int32_t isa = CK_ISA_AVX2;
 
 /// Runs CALL (which names side `s`) `reps` times for each side alternately, the best time of side s
 /// into best[s].
@@ -139,7 +143,7 @@ static void gemm(int32_t H, int32_t W, int32_t K, int32_t N) {
     for (int s = 0; s < 2; s++) {
         const kernels *k = &sides[s];
         packed[s] = xmalloc(k->conv_packed_count(&g) * 2);
-        k->conv_pack(CK_ISA_AVX2, &g, filter, 1, 0, packed[s]);
+        k->conv_pack(isa, &g, filter, 1, 0, packed[s]);
         params[s] = make_params(k, N, -9, -3);
         k->mark_plain(&g, filter, 1, 0, -1, params[s]);
         image[s] = xmalloc((size_t)H * W * (size_t)ck_q8_padded_channels(K) * 2);
@@ -147,7 +151,7 @@ static void gemm(int32_t H, int32_t W, int32_t K, int32_t N) {
         out[s] = xmalloc((size_t)H * W * N);
     }
     double best[2] = {1e9, 1e9};
-    AB_TIME(best, sides[s].conv(CK_ISA_AVX2, &g, image[s], packed[s], params[s], &o, out[s], 0, H * W, 0, (N + 15) / 16, zeros));
+    AB_TIME(best, sides[s].conv(isa, &g, image[s], packed[s], params[s], &o, out[s], 0, H * W, 0, (N + 15) / 16, zeros));
     char label[64];
     snprintf(label, sizeof label, "gemm %dx%d K=%d N=%d", H, W, K, N);
     report(label, best, (const uint8_t **)out, (size_t)H * W * N);
@@ -176,11 +180,11 @@ static void depthwise(int32_t H, int32_t W, int32_t C, int32_t S, int is_signed)
         packed[s] = xmalloc(k->dw_packed_count(&g) * 4);
         k->dw_pack(&g, filter, is_signed, zw, packed[s]);
         params[s] = make_params(k, C, -7, zy);
-        k->dw_prepare(CK_ISA_AVX2, &g, is_signed, zx, packed[s], params[s]);
+        k->dw_prepare(isa, &g, is_signed, zx, packed[s], params[s]);
         out[s] = xmalloc((size_t)OH * OW * C);
     }
     double best[2] = {1e9, 1e9};
-    AB_TIME(best, sides[s].dw(CK_ISA_AVX2, &g, x, is_signed, zx, packed[s], params[s], &o, out[s], 0, OH, pad_bytes));
+    AB_TIME(best, sides[s].dw(isa, &g, x, is_signed, zx, packed[s], params[s], &o, out[s], 0, OH, pad_bytes));
     char label[64];
     snprintf(label, sizeof label, "depthwise %dx%d C=%d s%d %s", H, W, C, S, is_signed ? "int8" : "uint8");
     report(label, best, (const uint8_t **)out, (size_t)OH * OW * C);
@@ -198,7 +202,7 @@ static void depthwise_f32_dilated(int32_t H, int32_t W, int32_t C, int32_t K, in
     float *out[2];
     for (int s = 0; s < 2; s++) out[s] = xmalloc((size_t)OH * OW * C * 4);
     double best[2] = {1e9, 1e9};
-    AB_TIME(best, sides[s].dw_f32(CK_ISA_AVX2, &g, x, w, b, out[s], 0, OH, 0.0f, 6.0f));
+    AB_TIME(best, sides[s].dw_f32(isa, &g, x, w, b, out[s], 0, OH, 0.0f, 6.0f));
     char label[64];
     snprintf(label, sizeof label, "float depthwise %dx%d C=%d %dx%d s%d d%d", H, W, C, K, K, S, D);
     report(label, best, (const uint8_t **)out, (size_t)OH * OW * C * 4);
@@ -218,7 +222,7 @@ static void maxpool_f32(int32_t H, int32_t W, int32_t C, int32_t K, int32_t S) {
     float *out[2];
     for (int s = 0; s < 2; s++) out[s] = xmalloc((size_t)OH * OW * C * 4);
     double best[2] = {1e9, 1e9};
-    AB_TIME(best, sides[s].maxpool_f32(CK_ISA_AVX2, &g, x, out[s], 0, OH, -3.4e38f, 3.4e38f));
+    AB_TIME(best, sides[s].maxpool_f32(isa, &g, x, out[s], 0, OH, -3.4e38f, 3.4e38f));
     char label[64];
     snprintf(label, sizeof label, "float max pool %dx%d C=%d %dx%d s%d", H, W, C, K, K, S);
     report(label, best, (const uint8_t **)out, (size_t)OH * OW * C * 4);
@@ -249,7 +253,9 @@ static void first_layer(int32_t H, int32_t K, int32_t N, int is_signed) {
         out[s] = xmalloc((size_t)OH * OH * N);
     }
     double best[2] = {1e9, 1e9};
-    AB_TIME(best, sides[s].c3s2(CK_ISA_AVX2, &g, x, is_signed, zx, packed[s], params[s], &o, out[s], 0, OH));
+    // (This kernel serves machines without VNNI; with it, the package runs these layers otherwise.)
+    const int32_t c3s2_isa = isa >= CK_ISA_AVX512VNNI ? CK_ISA_AVX512 : isa;
+    AB_TIME(best, sides[s].c3s2(c3s2_isa, &g, x, is_signed, zx, packed[s], params[s], &o, out[s], 0, OH));
     char label[64];
     snprintf(label, sizeof label, "first layer %d^2 k%d N=%d %s", H, K, N, is_signed ? "int8" : "uint8");
     report(label, best, (const uint8_t **)out, (size_t)OH * OH * N);
@@ -262,6 +268,10 @@ int main(int argc, char **argv) {
     if (argc > 2) reps = atoi(argv[2]);
     if (reps < 1) reps = 1;
     if (ck_best_isa() < CK_ISA_AVX2) { fprintf(stderr, "kernel-ab: needs AVX2\n"); return 1; }
+    isa = ck_best_isa();
+    const char *cap = getenv("KERNEL_AB_ISA");
+    if (cap && atoi(cap) >= CK_ISA_AVX2 && atoi(cap) < isa) isa = atoi(cap);
+    printf("kernel-ab: instruction set %d (1 AVX2, 2 AVX-512, 3 AVX-512 VNNI)\n", isa);
     const int all = !strcmp(which, "all");
     if (all || !strcmp(which, "gemm")) {
         // tf2_mobilenet_v2's 1x1 layers
@@ -279,11 +289,12 @@ int main(int argc, char **argv) {
     }
     if (all || !strcmp(which, "float-depthwise")) {
         // BlazeFace's (64 x 64 x 24 ... 8 x 8 x 96, the 28-, 36- and 42-channel ones with a partial chunk),
-        // mobilenet_v1_0.25's, DeepLab's and the selfie models' shapes
+        // mobilenet_v1_0.25's (all nine, by input size), DeepLab's and the selfie models' shapes
         depthwise_f32(64, 64, 24, 3, 1); depthwise_f32(64, 64, 28, 3, 2); depthwise_f32(32, 32, 36, 3, 1);
         depthwise_f32(32, 32, 42, 3, 2); depthwise_f32(16, 16, 80, 3, 1); depthwise_f32(8, 8, 96, 3, 1);
-        depthwise_f32(112, 112, 16, 3, 1); depthwise_f32(56, 56, 32, 3, 1); depthwise_f32(28, 28, 64, 3, 1);
-        depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(7, 7, 256, 3, 1); depthwise_f32(112, 112, 32, 3, 2);
+        depthwise_f32(112, 112, 8, 3, 1); depthwise_f32(112, 112, 16, 3, 2); depthwise_f32(56, 56, 32, 3, 1);
+        depthwise_f32(56, 56, 32, 3, 2); depthwise_f32(28, 28, 64, 3, 1); depthwise_f32(28, 28, 64, 3, 2);
+        depthwise_f32(14, 14, 128, 3, 1); depthwise_f32(14, 14, 128, 3, 2); depthwise_f32(7, 7, 256, 3, 1);
         depthwise_f32(129, 129, 144, 3, 1); depthwise_f32(65, 65, 192, 3, 1); depthwise_f32(64, 64, 16, 5, 1);
         depthwise_f32(16, 16, 128, 5, 1); depthwise_f32_dilated(33, 33, 288, 3, 1, 2); depthwise_f32_dilated(33, 33, 480, 3, 1, 4);
         // deeplabv3.tflite's (257 x 257 input): 129 x 129 x 16, the stride-2 ones, 65 x 65 x 72, 33 x 33 x 96 and 192
