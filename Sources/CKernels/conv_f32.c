@@ -2238,12 +2238,11 @@ void dwz_row_blocks(const dw_pass *r, __mmask16 mask, __m512 vlo, __m512 vhi, co
         return;
     }
     if (K == 3 && S == 2 && D == 1 && r->edges == DW_EDGES_RIGHT) {
-        // Unchecked blocks of 8 (the last one may overlap the edge block: those columns are
-        // computed twice the same way), then the last 8 columns, whose last tap column lies right
-        // of the image.
-        int32_t ox = 0;
-        for (; ox + 8 <= r->out_w - 8; ox += 8) dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre);
-        if (ox < r->out_w - 8) dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre);
+        // Unchecked blocks of 8 from every column before the last 8 (a block starting at most 9
+        // columns from the end still reads inside the image; the last one may overlap the edge
+        // block, those columns computed twice the same way), then the last 8 columns, whose last
+        // tap column lies right of the image.
+        for (int32_t ox = 0; ox < r->out_w - 8; ox += 8) dwz_block(r, mask, vlo, vhi, ox, 8, K, S, D, R, 0, wpre);
         dwz_block_cols(r, mask, vlo, vhi, r->out_w - 8, 8, K, S, D, R, 0, 0, 16, wpre);
         return;
     }
