@@ -4,7 +4,8 @@ import XCTest
 
 /// The worker pool of multi-threaded invokes (`ck_pool`, Sources/CKernels/pool.c): every piece of
 /// every job runs exactly once, whatever the thread count, the piece count (jobs of more than 65,535
-/// pieces are cut into several), and whether the workers are spinning or asleep.
+/// pieces are cut into several), and whether the workers are spinning or asleep; a staged job's
+/// stages run one after the other.
 final class WorkPoolTests: XCTestCase {
     /// Counts runs per piece: each piece adds one to its own slot (a piece run twice, or a piece of
     /// an older job run during a newer one, leaves a count other than 1).
@@ -41,6 +42,76 @@ final class WorkPoolTests: XCTestCase {
             runJob(pool, count: 16)
             Thread.sleep(forTimeInterval: 0.004)   // workers spin 0.2 ms, then sleep until the next job
         }
+    }
+
+    /// A staged job's marks: stage s's pieces at marks[offsets[s] ..< offsets[s] + counts[s]].
+    private struct StageMarks {
+        let marks: UnsafeMutablePointer<Int32>
+        let offsets: UnsafePointer<Int>
+        let counts: UnsafePointer<Int>
+    }
+
+    /// Adds 1 to the piece's own mark if every piece of the stage before has run exactly once by
+    /// now, else 100 (a stage that started before the one before it had ended). Some pieces spin a
+    /// little, so that the threads reach the ends of stages in different orders.
+    private static let checkStagePiece: ck_pool_stage_task = { context, stage, index in
+        guard let c = context?.assumingMemoryBound(to: StageMarks.self).pointee else { return }
+        var add: Int32 = 1
+        if stage > 0 {
+            for i in 0..<c.counts[stage - 1] where c.marks[c.offsets[stage - 1] + i] != 1 { add = 100 }
+        }
+        if (stage + index) % 3 == 0 {
+            var x = 0
+            for i in 0..<(200 * (index % 5 + 1)) { x &+= i }
+            if x == -1 { add = 0 }   // (keeps the loop)
+        }
+        c.marks[c.offsets[stage] + index] &+= add
+    }
+
+    private func runStages(_ pool: OpaquePointer?, counts: [Int], file: StaticString = #filePath, line: UInt = #line) {
+        var offsets: [Int] = []
+        var total = 0
+        for count in counts {
+            offsets.append(total)
+            total += count
+        }
+        let marks = UnsafeMutablePointer<Int32>.allocate(capacity: max(total, 1))
+        defer { marks.deallocate() }
+        marks.initialize(repeating: 0, count: max(total, 1))
+        offsets.withUnsafeBufferPointer { o in
+            counts.withUnsafeBufferPointer { c in
+                guard let ob = o.baseAddress, let cb = c.baseAddress else { return }
+                var context = StageMarks(marks: marks, offsets: ob, counts: cb)
+                ck_pool_run_stages(pool, Self.checkStagePiece, &context, cb, c.count)
+            }
+        }
+        let wrong = (0..<total).filter { marks[$0] != 1 }
+        XCTAssertTrue(wrong.isEmpty, "stages \(counts): \(wrong.count) marks wrong, the first \(wrong.first.map { marks[$0] } ?? 0)",
+                      file: file, line: line)
+    }
+
+    /// Staged jobs: every piece runs once, and no piece of a stage starts before every piece of the
+    /// stage before it has finished, at 2–4 threads, with empty stages, and with more stages than
+    /// one job holds (CK_POOL_MAX_STAGES), which run as several jobs.
+    func testStagesRunInOrderAndEveryPieceOnce() throws {
+        for threads in [2, 3, 4] {
+            let pool = try XCTUnwrap(ck_pool_create(threads), "a pool of \(threads) threads")
+            defer { ck_pool_destroy(pool) }
+            var random = SystemRandomNumberGenerator()
+            for job in 0..<1500 {
+                let stages = job % 50 == 0 ? Int.random(in: 60...140, using: &random) : Int.random(in: 1...16, using: &random)
+                runStages(pool, counts: (0..<stages).map { _ in Int.random(in: 0...9, using: &random) })
+                if job % 100 == 0 { runJob(pool, count: Int.random(in: 2...40, using: &random)) }   // plain jobs in between
+            }
+        }
+        // Workers asleep when a staged job comes.
+        let pool = try XCTUnwrap(ck_pool_create(2))
+        defer { ck_pool_destroy(pool) }
+        for _ in 0..<4 {
+            runStages(pool, counts: [2, 2, 5, 1, 2])
+            Thread.sleep(forTimeInterval: 0.004)
+        }
+        runStages(nil, counts: [3, 0, 4])   // no pool: all on the caller
     }
 
     func testWithoutAPoolPiecesRunOnTheCaller() {

@@ -30,6 +30,21 @@ void ck_pool_destroy(ck_pool *pool);
 /// all are done. One caller at a time per pool. With a NULL pool, runs them on the caller.
 void ck_pool_run(ck_pool *pool, ck_pool_task task, void *context, size_t count);
 
+/// A piece of one stage of a staged job: piece `index` in [0, counts[stage]).
+typedef void (*ck_pool_stage_task)(void *context, size_t stage, size_t index);
+
+/// Stages per job; ck_pool_run_stages runs longer sequences as several jobs.
+#define CK_POOL_MAX_STAGES 64
+
+/// Runs `stages` stages one after the other, stage s as the pieces task(context, s, 0) ...
+/// task(context, s, counts[s] - 1), like ck_pool_run's; every piece of a stage has finished before
+/// any piece of the next starts (its writes are visible to them, on whichever thread). One job for
+/// up to CK_POOL_MAX_STAGES stages: the workers go from stage to stage without going back to the
+/// caller, and a stage's end costs one wait on a shared counter instead of a job's publication
+/// and the caller's return to its operator loop. Each count at most 0xFFFF; a count of 0 is an
+/// empty stage. With a NULL pool, runs them on the caller.
+void ck_pool_run_stages(ck_pool *pool, ck_pool_stage_task task, void *context, const size_t *counts, size_t stages);
+
 #ifdef __cplusplus
 }
 #endif

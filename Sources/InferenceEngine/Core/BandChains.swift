@@ -272,6 +272,9 @@ struct BandChainKernel: Kernel, FusedKernel {
         if case .depthwise(let k) = stages[1] { haloRows = (Int(k.geometry.k_h) - 1) * Int(k.geometry.dil_h) } else { haloRows = 0 }
     }
 
+    /// Short pairs and runs of 1×1 layers: at several threads, one forEach (see ``run(_:)``).
+    var runsInOneSplit: Bool { rowsPerThread }
+
     /// Bytes of one thread's window (``ParallelRunner/window(_:bytes:)``): ``ringRows`` expanded
     /// rows, then one band of depthwise output rows (0 without windows; a short pair's are
     /// ``pairWindowBytes``).

@@ -33,6 +33,8 @@ public final class Interpreter {
     /// Data pointer of every tensor (constants point into the model, the rest into the arena).
     private var pointers: [UnsafeMutableRawPointer]
     private let parallel: ParallelRunner
+    /// Runs of nodes that run as the stages of one job of the pool (several threads only).
+    private let staged: StagedNodes
 
     public init(model: Model, options: InterpreterOptions = InterpreterOptions()) {
         self.model = model
@@ -53,7 +55,37 @@ public final class Interpreter {
             pointers[index] = variables + offset
             offset += GreedyMemoryPlanner().align(model.tensors[index].byteCount)
         }
+        let (runner, arena) = (parallel, arena)
+        staged = pointers.withUnsafeBufferPointer { table in
+            model.nodes.withUnsafeBufferPointer { nodes in
+                guard let base = table.baseAddress, let first = nodes.baseAddress else { return .none }
+                return StagedNodes(nodes: model.nodes, runner: runner) { index, scope in
+                    Self.run(first + index, tensors: base, arena: arena, scope: scope)
+                }
+            }
+        }
         resetVariables()
+    }
+
+    /// The runs of nodes ``invoke()`` runs as the stages of one job of the thread pool (several
+    /// threads only): each run's first node position and its node count (for tests).
+    package var stagedRuns: [(first: Int, count: Int)] { staged.groups.map { ($0.first, $0.counts.count) } }
+
+    /// Runs `node`'s kernel over the tensor table `tensors` with `scope`. (Through a pointer: a
+    /// node passed by value is copied in the stage pieces, a retain of each of its references on
+    /// both threads at once.)
+    private static func run(_ node: UnsafePointer<Model.Node>, tensors: UnsafePointer<UnsafeMutableRawPointer>,
+                            arena: UnsafeMutableRawPointer, scope: ParallelScope) {
+        node.pointee.inputs.withUnsafeBufferPointer { ins in
+            node.pointee.outputs.withUnsafeBufferPointer { outs in
+                guard let outBase = outs.baseAddress else { return }
+                node.pointee.kernel.run(KernelIO(
+                    tensors: tensors, inputIndices: ins.baseAddress ?? outBase, inputCount: ins.count,
+                    outputIndices: outBase, outputCount: outs.count,
+                    scratch: node.pointee.scratchByteCount > 0 ? arena + node.pointee.scratchOffset : nil,
+                    parallel: scope))
+            }
+        }
     }
 
     deinit {
@@ -89,19 +121,24 @@ public final class Interpreter {
     public func invoke() {
         let fpState = ck_denormals_flush()
         defer { ck_denormals_restore(fpState) }
-        let parallel = self.parallel
+        let (parallel, arena, staged) = (self.parallel, self.arena, self.staged)
         pointers.withUnsafeBufferPointer { table in
-            guard let base = table.baseAddress else { return }
-            for node in model.nodes {
-                node.inputs.withUnsafeBufferPointer { ins in
-                    node.outputs.withUnsafeBufferPointer { outs in
-                        guard let outBase = outs.baseAddress else { return }
-                        let inBase = ins.baseAddress ?? outBase
-                        node.kernel.run(KernelIO(
-                            tensors: base, inputIndices: inBase, inputCount: ins.count,
-                            outputIndices: outBase, outputCount: outs.count,
-                            scratch: node.scratchByteCount > 0 ? arena + node.scratchOffset : nil,
-                            parallel: parallel))
+            model.nodes.withUnsafeBufferPointer { nodes in
+                guard let base = table.baseAddress, let node = nodes.baseAddress else { return }
+                var index = 0
+                while index < nodes.count {
+                    let group = index < staged.starts.count ? staged.starts[index] : -1
+                    guard group >= 0 else {
+                        Self.run(node + index, tensors: base, arena: arena, scope: ParallelScope(parallel))
+                        index += 1
+                        continue
+                    }
+                    let first = node + staged.groups[group].first
+                    staged.groups[group].counts.withUnsafeBufferPointer { counts in
+                        parallel.forEachStaged(counts) { stage, piece in
+                            Self.run(first + stage, tensors: base, arena: arena, scope: ParallelScope(parallel, piece: piece, of: counts[stage]))
+                        }
+                        index += counts.count
                     }
                 }
             }
@@ -118,17 +155,10 @@ public final class Interpreter {
         timings.reserveCapacity(model.nodes.count)
         pointers.withUnsafeBufferPointer { table in
             guard let base = table.baseAddress else { return }
-            for node in model.nodes {
+            for (index, node) in model.nodes.enumerated() {
                 let start = DispatchTime.now().uptimeNanoseconds
-                node.inputs.withUnsafeBufferPointer { ins in
-                    node.outputs.withUnsafeBufferPointer { outs in
-                        guard let outBase = outs.baseAddress else { return }
-                        node.kernel.run(KernelIO(
-                            tensors: base, inputIndices: ins.baseAddress ?? outBase, inputCount: ins.count,
-                            outputIndices: outBase, outputCount: outs.count,
-                            scratch: node.scratchByteCount > 0 ? arena + node.scratchOffset : nil,
-                            parallel: parallel))
-                    }
+                model.nodes.withUnsafeBufferPointer { nodes in
+                    if let first = nodes.baseAddress { Self.run(first + index, tensors: base, arena: arena, scope: ParallelScope(parallel)) }
                 }
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 // A fused node names its operators: CONV_2D+DEPTHWISE_CONV_2D+CONV_2D.

@@ -8,6 +8,15 @@ import TensorCore
 protocol Kernel: Sendable {
     /// Computes the outputs from the inputs. Pointers come from ``KernelIO``.
     func run(_ io: KernelIO)
+
+    /// Whether, at more than one thread, `run` does all its work in one `io.parallel.forEach`
+    /// call, with a split that depends on shapes and the thread count only, and otherwise only
+    /// reads: it can then run as a stage of a staged group, one piece per call (``StagedNodes``).
+    var runsInOneSplit: Bool { get }
+}
+
+extension Kernel {
+    var runsInOneSplit: Bool { false }
 }
 
 /// A kernel that runs several of the model's operators as one node (``BandChains``).
@@ -113,7 +122,7 @@ struct KernelIO {
     /// The kernel's scratch memory (``OpContext/scratchByteCount`` bytes), or nil.
     let scratch: UnsafeMutableRawPointer?
     /// Runs independent pieces of work on the interpreter's threads.
-    let parallel: ParallelRunner
+    let parallel: ParallelScope
 
     /// Whether optional input `i` is present.
     func hasInput(_ i: Int) -> Bool { i < inputCount && inputIndices[i] >= 0 }

@@ -133,7 +133,7 @@ package enum KernelRunner {
                 outputIndices.withUnsafeBufferPointer { outs in
                     guard let tb = t.baseAddress, let ob = outs.baseAddress else { return }
                     kernel.run(KernelIO(tensors: tb, inputIndices: ins.baseAddress ?? ob, inputCount: ins.count,
-                                        outputIndices: ob, outputCount: outs.count, scratch: scratch, parallel: runner))
+                                        outputIndices: ob, outputCount: outs.count, scratch: scratch, parallel: ParallelScope(runner)))
                 }
             }
         }

@@ -145,7 +145,7 @@ enum ModelCompiler {
                     guard let tableBase = table.baseAddress, let inBase = ins.baseAddress ?? UnsafePointer(bitPattern: 0x10),
                           let outBase = outs.baseAddress else { return }
                     kernel.run(KernelIO(tensors: tableBase, inputIndices: inBase, inputCount: ins.count,
-                                        outputIndices: outBase, outputCount: outs.count, scratch: scratchMemory, parallel: .serial))
+                                        outputIndices: outBase, outputCount: outs.count, scratch: scratchMemory, parallel: ParallelScope(.serial)))
                 }
             }
         }

@@ -144,8 +144,87 @@ final class ParallelRunner: @unchecked Sendable {
         }
     }
 
+    /// Runs stage after stage of `body(stage, piece)`, stage s in `counts[s]` pieces, possibly
+    /// concurrently; every piece of a stage is done before any piece of the next starts; returns
+    /// when all are done. One job of the pool for all the stages (``StagedNodes``).
+    func forEachStaged(_ counts: UnsafeBufferPointer<Int>, _ body: (_ stage: Int, _ piece: Int) -> Void) {
+        guard let first = counts.baseAddress, !counts.isEmpty else { return }
+        let bits = pool.bits.load(ordering: .acquiring)
+        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else {
+            for stage in counts.indices { for piece in 0..<max(0, counts[stage]) { body(stage, piece) } }
+            return
+        }
+        withoutActuallyEscaping(body) { escapable in
+            var stages = StageBody(body: escapable)
+            withUnsafeMutablePointer(to: &stages) { pointer in
+                ck_pool_run_stages(OpaquePointer(raw), runStagePiece, UnsafeMutableRawPointer(pointer), first, counts.count)
+            }
+        }
+    }
+
     /// A runner that uses only the calling thread.
     static let serial = ParallelRunner(threadCount: 1)
+}
+
+/// The interpreter's threads as one kernel's `run` sees them (``KernelIO/parallel``): all of them,
+/// or, when the kernel runs as a stage of a staged group (``StagedNodes``), one piece of its
+/// split, or none (while the group is planned, to learn the split).
+struct ParallelScope {
+    /// (Unowned: every kernel's KernelIO copies the scope, and a strong reference would be a
+    /// retain and a release of the runner per copy, on every thread at once. Its owner, an
+    /// interpreter or a kernel run, outlives every scope of it.)
+    unowned(unsafe) let runner: ParallelRunner
+    /// The piece of `pieces` this run computes (`forEach` runs body(piece), body(piece + pieces),
+    /// ...), or -1: every piece.
+    let piece: Int
+    let pieces: Int
+    /// While planning: forEach runs nothing and adds 1 to split[0] and sets split[1] to its count.
+    let split: UnsafeMutablePointer<Int>?
+
+    init(_ runner: ParallelRunner) {
+        self.runner = runner
+        piece = -1
+        pieces = 0
+        split = nil
+    }
+
+    init(_ runner: ParallelRunner, piece: Int, of pieces: Int) {
+        self.runner = runner
+        self.piece = piece
+        self.pieces = max(1, pieces)
+        split = nil
+    }
+
+    init(_ runner: ParallelRunner, recordingInto split: UnsafeMutablePointer<Int>) {
+        self.runner = runner
+        piece = -1
+        pieces = 0
+        self.split = split
+    }
+
+    var threadCount: Int { runner.threadCount }
+
+    func isShort(work: Int) -> Bool { runner.isShort(work: work) }
+
+    func window(_ slab: Int, bytes: Int) -> UnsafeMutableRawPointer? { runner.window(slab, bytes: bytes) }
+
+    /// ``ParallelRunner/forEach(_:_:)``, or this scope's piece of it.
+    func forEach(_ count: Int, _ body: (Int) -> Void) {
+        if let split {
+            split[0] += 1
+            split[1] = count
+            return
+        }
+        guard piece >= 0 else {
+            runner.forEach(count, body)
+            return
+        }
+        var i = piece
+        while i < count {
+            body(i)
+            i += pieces
+        }
+    }
 }
 
 /// Pools of interpreters that have gone away, by thread count (ck_pool bit patterns).
@@ -159,6 +238,17 @@ private final class PoolSlot: Sendable {
 /// The closure of one `forEach` call, handed to C as a pointer to this stack value.
 private struct PieceBody {
     let body: (Int) -> Void
+}
+
+/// The closure of one `forEachStaged` call, handed to C as a pointer to this stack value.
+private struct StageBody {
+    let body: (Int, Int) -> Void
+}
+
+/// The pool's staged task callback (see runPiece).
+private func runStagePiece(_ context: UnsafeMutableRawPointer?, _ stage: Int, _ index: Int) {
+    guard let context else { return }
+    context.assumingMemoryBound(to: StageBody.self).pointee.body(stage, index)
 }
 
 /// The pool's task callback: a free function (not main-actor isolated), safe to call from workers.

@@ -150,7 +150,7 @@ struct UnaryFloatKernelBody<F: UnaryFloatFunction>: SpecializedKernelBody {
 
 /// Splits `count` elements into contiguous chunks spread over `parallel`.
 @inline(__always)
-func forEachChunk(_ count: Int, _ parallel: ParallelRunner, _ body: (Int, Int) -> Void) {
+func forEachChunk(_ count: Int, _ parallel: ParallelScope, _ body: (Int, Int) -> Void) {
     guard count > 0 else { return }
     let pieces = parallel.threadCount > 1 && count >= 16384 ? Swift.min(parallel.threadCount * 4, count / 4096) : 1
     parallel.forEach(pieces) { piece in

@@ -195,6 +195,9 @@ struct OptimizedConvFloatKernel: Kernel {
         }
     }
 
+    /// At several threads every path is one forEach (the prefetching one runs at one thread only).
+    var runsInOneSplit: Bool { true }
+
     func run(_ io: KernelIO) {
         let input = io.input(0, as: Float.self)
         let output = io.output(0, as: Float.self)
@@ -334,6 +337,9 @@ struct OptimizedDepthwiseFloatKernel: Kernel {
     let pieces: Int
     let floatMin: Float, floatMax: Float
     let hasBias: Bool
+
+    /// Both paths are one forEach.
+    var runsInOneSplit: Bool { true }
 
     func run(_ io: KernelIO) {
         let input = io.input(0, as: Float.self)

@@ -101,7 +101,7 @@ struct BroadcastPlan: Sendable {
     /// Calls `body(offset1, stride1, offset2, stride2, outputOffset, count)` for runs of output
     /// elements, in pieces spread over `parallel` (each output element is visited exactly once).
     @inline(__always)
-    func forEachRun(_ parallel: ParallelRunner, _ body: (Int, Int, Int, Int, Int, Int) -> Void) {
+    func forEachRun(_ parallel: ParallelScope, _ body: (Int, Int, Int, Int, Int, Int) -> Void) {
         let total = elementCount
         guard total > 0 else { return }
         let pieces = parallel.threadCount > 1 && total >= 16384 ? Swift.min(parallel.threadCount * 4, total / 4096) : 1
