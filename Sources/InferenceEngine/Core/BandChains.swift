@@ -239,7 +239,11 @@ enum BandStage: Sendable {
 
 /// The layers of a ``BandChains`` chain, each run with its own operands (tensor indices kept from
 /// their nodes).
-struct BandChainKernel: Kernel, FusedKernel {
+///
+/// A class: run by both threads at once, the struct it was got copied several times per piece, a
+/// retain of each of its arrays on the same counters from both threads (mobilenet_v1_0.25 float
+/// at 2 threads 0.4154 → 0.4126 ms, docs/PERFORMANCE.md, session 28).
+final class BandChainKernel: Kernel, FusedKernel {
     let stages: [BandStage]
     /// Tensor indices: each layer's inputs, then its outputs, layer after layer.
     let operands: ContiguousArray<Int32>

@@ -35,6 +35,20 @@ public final class Interpreter {
     private let parallel: ParallelRunner
     /// Runs of nodes that run as the stages of one job of the pool (several threads only).
     private let staged: StagedNodes
+    /// Per node, its kernel's operands (``NodeOperands``), pointing into `operandIndices`: every
+    /// node's input then output tensor indices, copied once. (The nodes' own index arrays would be
+    /// retained and released around every use, at 2 threads by both threads at once.)
+    private let operands: UnsafeMutablePointer<NodeOperands>
+    private let operandIndices: UnsafeMutablePointer<Int32>
+
+    /// Where one node's operands are: tensor indices, and the node's scratch memory in the arena.
+    private struct NodeOperands {
+        let inputs: UnsafePointer<Int32>
+        let inputCount: Int
+        let outputs: UnsafePointer<Int32>
+        let outputCount: Int
+        let scratch: UnsafeMutableRawPointer?
+    }
 
     public init(model: Model, options: InterpreterOptions = InterpreterOptions()) {
         self.model = model
@@ -55,13 +69,24 @@ public final class Interpreter {
             pointers[index] = variables + offset
             offset += GreedyMemoryPlanner().align(model.tensors[index].byteCount)
         }
-        let (runner, arena) = (parallel, arena)
+        let indexCount = model.nodes.reduce(0) { $0 + $1.inputs.count + $1.outputs.count }
+        operandIndices = .allocate(capacity: max(indexCount, 1))
+        operands = .allocate(capacity: max(model.nodes.count, 1))
+        var next = operandIndices
+        for (index, node) in model.nodes.enumerated() {
+            let inputs = next
+            for i in node.inputs { next.initialize(to: i); next += 1 }
+            let outputs = next
+            for o in node.outputs { next.initialize(to: o); next += 1 }
+            (operands + index).initialize(to: NodeOperands(
+                inputs: inputs, inputCount: node.inputs.count, outputs: outputs, outputCount: node.outputs.count,
+                scratch: node.scratchByteCount > 0 ? arena + node.scratchOffset : nil))
+        }
+        let (runner, operands) = (parallel, operands)
         staged = pointers.withUnsafeBufferPointer { table in
-            model.nodes.withUnsafeBufferPointer { nodes in
-                guard let base = table.baseAddress, let first = nodes.baseAddress else { return .none }
-                return StagedNodes(nodes: model.nodes, runner: runner) { index, scope in
-                    Self.run(first + index, tensors: base, arena: arena, scope: scope)
-                }
+            guard let base = table.baseAddress else { return .none }
+            return StagedNodes(nodes: model.nodes, runner: runner) { index, scope in
+                Self.run(model.nodes[index].kernel, operands[index], tensors: base, scope: scope)
             }
         }
         resetVariables()
@@ -71,26 +96,22 @@ public final class Interpreter {
     /// threads only): each run's first node position and its node count (for tests).
     package var stagedRuns: [(first: Int, count: Int)] { staged.groups.map { ($0.first, $0.counts.count) } }
 
-    /// Runs `node`'s kernel over the tensor table `tensors` with `scope`. (Through a pointer: a
-    /// node passed by value is copied in the stage pieces, a retain of each of its references on
-    /// both threads at once.)
-    private static func run(_ node: UnsafePointer<Model.Node>, tensors: UnsafePointer<UnsafeMutableRawPointer>,
-                            arena: UnsafeMutableRawPointer, scope: ParallelScope) {
-        node.pointee.inputs.withUnsafeBufferPointer { ins in
-            node.pointee.outputs.withUnsafeBufferPointer { outs in
-                guard let outBase = outs.baseAddress else { return }
-                node.pointee.kernel.run(KernelIO(
-                    tensors: tensors, inputIndices: ins.baseAddress ?? outBase, inputCount: ins.count,
-                    outputIndices: outBase, outputCount: outs.count,
-                    scratch: node.pointee.scratchByteCount > 0 ? arena + node.pointee.scratchOffset : nil,
-                    parallel: scope))
-            }
-        }
+    /// Runs `kernel` over the tensor table `tensors` with `scope` (nothing for a node without
+    /// outputs).
+    private static func run(_ kernel: borrowing any Kernel, _ operands: NodeOperands, tensors: UnsafePointer<UnsafeMutableRawPointer>,
+                            scope: ParallelScope) {
+        guard operands.outputCount > 0 else { return }
+        kernel.run(KernelIO(tensors: tensors, inputIndices: operands.inputCount > 0 ? operands.inputs : operands.outputs,
+                            inputCount: operands.inputCount, outputIndices: operands.outputs, outputCount: operands.outputCount,
+                            scratch: operands.scratch, parallel: scope))
     }
 
     deinit {
         RecycledMemory.give(arena, byteCount: arenaByteCount)
         variables.deallocate()
+        operands.deinitialize(count: model.nodes.count)
+        operands.deallocate()
+        operandIndices.deallocate()
     }
 
     /// Blocks until the interpreter's worker threads (``InterpreterOptions/numThreads`` > 1) have
@@ -121,22 +142,23 @@ public final class Interpreter {
     public func invoke() {
         let fpState = ck_denormals_flush()
         defer { ck_denormals_restore(fpState) }
-        let (parallel, arena, staged) = (self.parallel, self.arena, self.staged)
+        let (parallel, staged, operands) = (self.parallel, self.staged, self.operands)
         pointers.withUnsafeBufferPointer { table in
             model.nodes.withUnsafeBufferPointer { nodes in
-                guard let base = table.baseAddress, let node = nodes.baseAddress else { return }
+                guard let base = table.baseAddress else { return }
                 var index = 0
                 while index < nodes.count {
                     let group = index < staged.starts.count ? staged.starts[index] : -1
                     guard group >= 0 else {
-                        Self.run(node + index, tensors: base, arena: arena, scope: ParallelScope(parallel))
+                        Self.run(nodes[index].kernel, operands[index], tensors: base, scope: ParallelScope(parallel))
                         index += 1
                         continue
                     }
-                    let first = node + staged.groups[group].first
+                    let first = staged.groups[group].first
                     staged.groups[group].counts.withUnsafeBufferPointer { counts in
                         parallel.forEachStaged(counts) { stage, piece in
-                            Self.run(first + stage, tensors: base, arena: arena, scope: ParallelScope(parallel, piece: piece, of: counts[stage]))
+                            Self.run(nodes[first + stage].kernel, operands[first + stage], tensors: base,
+                                     scope: ParallelScope(parallel, piece: piece, of: counts[stage]))
                         }
                         index += counts.count
                     }
@@ -157,9 +179,7 @@ public final class Interpreter {
             guard let base = table.baseAddress else { return }
             for (index, node) in model.nodes.enumerated() {
                 let start = DispatchTime.now().uptimeNanoseconds
-                model.nodes.withUnsafeBufferPointer { nodes in
-                    if let first = nodes.baseAddress { Self.run(first + index, tensors: base, arena: arena, scope: ParallelScope(parallel)) }
-                }
+                Self.run(node.kernel, operands[index], tensors: base, scope: ParallelScope(parallel))
                 let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 // A fused node names its operators: CONV_2D+DEPTHWISE_CONV_2D+CONV_2D.
                 let name = (node.kernel as? FusedKernel)?.operatorNames.joined(separator: "+") ?? node.name
