@@ -67,14 +67,17 @@ enum BandChains {
             }
             return nil
         }
+        // Each entry's stage, once (the casts and the entries' copies were a third of the pass's
+        // time), kept in step with `prepared` below.
+        var stages = prepared.map(stage)
         var i = 0
         while i + 2 < prepared.count {
             let chain = prepared[i...i + 2]
             // (A layer that prefetches a later layer's weights at 1 thread is not banded: the bands
             // run without the prefetch.)
-            guard let expand = stage(prepared[i]), case .pointwise(let e) = expand, e.prefetch == nil,
-                  let depthwise = stage(prepared[i + 1]), case .depthwise = depthwise,
-                  let project = stage(prepared[i + 2]), case .pointwise(let p) = project, p.prefetch == nil,
+            guard let expand = stages[i], case .pointwise(let e) = expand, e.prefetch == nil,
+                  let depthwise = stages[i + 1], case .depthwise = depthwise,
+                  let project = stages[i + 2], case .pointwise(let p) = project, p.prefetch == nil,
                   zip(chain.dropLast(), chain.dropFirst()).allSatisfy({ $1.inputs.first == $0.outputs[0] && isPrivate($0.outputs[0]) }),
                   tensors[prepared[i].outputs[0]].byteCount >= minimumLinkBytes
             else {
@@ -87,6 +90,8 @@ enum BandChains {
             let inputs = chain.enumerated().flatMap { $0.offset == 0 ? $0.element.inputs : Array($0.element.inputs.dropFirst()) }
             prepared[i] = (op: prepared[i].op, inputs: inputs, outputs: chain.flatMap(\.outputs), kernel: kernel, scratch: 0)
             prepared.removeSubrange(i + 1...i + 2)
+            stages[i] = nil
+            stages.removeSubrange(i + 1...i + 2)
             i += 1
         }
         // Short depthwise → 1×1 pairs: at 2 or more threads each thread runs its rows of both, with
@@ -95,8 +100,8 @@ enum BandChains {
         i = 0
         while i + 1 < prepared.count {
             let pair = prepared[i...i + 1]
-            guard let depthwise = stage(prepared[i]), depthwise.isDepthwise,
-                  let pointwise = stage(prepared[i + 1]), pointwise.isPointwise,
+            guard let depthwise = stages[i], depthwise.isDepthwise,
+                  let pointwise = stages[i + 1], pointwise.isPointwise,
                   prepared[i + 1].inputs.first == prepared[i].outputs[0], isPrivate(prepared[i].outputs[0]),
                   depthwise.work + pointwise.work < ParallelRunner.shortOperatorWork
             else {
@@ -108,6 +113,8 @@ enum BandChains {
             let inputs = prepared[i].inputs + prepared[i + 1].inputs.dropFirst()
             prepared[i] = (op: prepared[i].op, inputs: inputs, outputs: pair.flatMap(\.outputs), kernel: kernel, scratch: 0)
             prepared.remove(at: i + 1)
+            stages[i] = nil
+            stages.remove(at: i + 1)
             i += 1
         }
         // Runs of 1×1 layers, each reading the one before it: at 2 or more threads each thread
@@ -116,8 +123,8 @@ enum BandChains {
         i = 0
         while i + 1 < prepared.count {
             var end = i
-            while end + 1 < prepared.count, let a = stage(prepared[end]), a.isPointwise,
-                  let b = stage(prepared[end + 1]), b.isPointwise,
+            while end + 1 < prepared.count, let a = stages[end], a.isPointwise,
+                  let b = stages[end + 1], b.isPointwise,
                   prepared[end + 1].inputs.first == prepared[end].outputs[0], isPrivate(prepared[end].outputs[0]) {
                 end += 1
             }
@@ -126,11 +133,13 @@ enum BandChains {
                 continue
             }
             let run = prepared[i...end]
-            let kernel = BandChainKernel(stages: run.compactMap(stage), operands: run.flatMap { [$0.inputs, $0.outputs] },
+            let kernel = BandChainKernel(stages: stages[i...end].compactMap { $0 }, operands: run.flatMap { [$0.inputs, $0.outputs] },
                                          operatorNames: run.map { names($0.op) }, rowsPerThread: true)
             let inputs = run.enumerated().flatMap { $0.offset == 0 ? $0.element.inputs : Array($0.element.inputs.dropFirst()) }
             prepared[i] = (op: prepared[i].op, inputs: inputs, outputs: run.flatMap(\.outputs), kernel: kernel, scratch: 0)
             prepared.removeSubrange(i + 1...end)
+            stages[i] = nil
+            stages.removeSubrange(i + 1...end)
             i += 1
         }
     }
