@@ -213,17 +213,26 @@ struct FlatBufferVector {
 
     func integers<T: FixedWidthInteger & BitwiseCopyable>(_ type: T.Type, _ what: @autoclosure () -> String) throws -> [T] {
         try reader.charge(count, what())
+        #if _endian(little)
+        return scalars(T.self)
+        #else
         return scalars(T.self).map { T(littleEndian: $0) }
+        #endif
     }
 
     /// The elements' bytes copied into an array as they are (little-endian values; callers convert).
     /// One copy of the whole vector: per-channel quantization vectors run to thousands of elements
-    /// (tf2_mobilenet_v2's parse took a tenth of its compile element by element).
+    /// (tf2_mobilenet_v2's parse took a tenth of its compile element by element). `T` is as wide as
+    /// the vector's elements; were it wider, the bytes past the vector's would be zeros (only the
+    /// vector's checked bytes are read).
     func scalars<T: BitwiseCopyable>(_ type: T.Type) -> [T] {
         let base = reader.base + start, size = MemoryLayout<T>.size
+        let copied = count * min(size, elementSize)
         return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
             if let destination = buffer.baseAddress, count > 0 {
-                UnsafeMutableRawPointer(destination).copyMemory(from: base, byteCount: count * size)
+                let raw = UnsafeMutableRawPointer(destination)
+                raw.copyMemory(from: base, byteCount: copied)
+                if copied < count * size { (raw + copied).initializeMemory(as: UInt8.self, repeating: 0, count: count * size - copied) }
             }
             initialized = count
         }
