@@ -18,7 +18,7 @@ shift || true
 case "$kind" in
     thread)
         scratch=${SCRATCH:-.build-tsan}
-        filter='WorkPoolTests|ConcurrencyStressTests|ImageLabelerGoldenTests|ImageClassifierGoldenTests/testConcurrentImageModeCalls|LiveStreamTests|RunningModeTests|ElementwiseKernelTests/testAddFloatLargeBroadcastSplitAcrossThreads|ModelManagerTests/testConcurrentDownloadsShareOneTransfer|ObjectTrackerStreamTests'
+        filter='WorkPoolTests|CompileWorkTests|ConcurrencyStressTests|ImageLabelerGoldenTests|ImageClassifierGoldenTests/testConcurrentImageModeCalls|LiveStreamTests|RunningModeTests|ElementwiseKernelTests/testAddFloatLargeBroadcastSplitAcrossThreads|ModelManagerTests/testConcurrentDownloadsShareOneTransfer|ObjectTrackerStreamTests'
         # Every golden model invoked at 1 and 2 threads: over an hour under TSan on 2 busy cores.
         if [ "${INCLUDE_PARITY:-0}" = 1 ]; then filter="$filter|GoldenParityTests/testOutputsAreIdenticalAtOneAndTwoThreads"; fi
         # The worker pool (CKernels' pool.c) is compiled with the sanitizer too, so no report is suppressed.

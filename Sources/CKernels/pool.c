@@ -232,7 +232,7 @@ static void pool_wait_done(ck_pool *p, uint32_t target, uint64_t start) {
 /// One job: `stages` stages (at most CK_POOL_MAX_STAGES) of counts[s] <= 0xFFFF pieces, run as
 /// stage_task(context, base + s, i); or, with stage_task NULL, one stage of counts[0] pieces run as
 /// task(context, base + i).
-static void pool_run_job(ck_pool *p, ck_pool_task task, ck_pool_stage_task stage_task, void *context, size_t base,
+static void pool_publish(ck_pool *p, ck_pool_task task, ck_pool_stage_task stage_task, void *context, size_t base,
                          const size_t *counts, uint32_t stages) {
     atomic_store_explicit(&p->task, task, memory_order_relaxed);
     atomic_store_explicit(&p->stage_task, stage_task, memory_order_relaxed);
@@ -261,6 +261,11 @@ static void pool_run_job(ck_pool *p, ck_pool_task task, ck_pool_stage_task stage
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mutex);
     }
+}
+
+static void pool_run_job(ck_pool *p, ck_pool_task task, ck_pool_stage_task stage_task, void *context, size_t base,
+                         const size_t *counts, uint32_t stages) {
+    pool_publish(p, task, stage_task, context, base, counts, stages);
     // Only pieces a worker claimed are left after the caller's own and stolen ones: wait for them
     // at the end of every stage.
     for (uint32_t s = 0; s < stages; s++) {
@@ -297,5 +302,24 @@ void ck_pool_run_stages(ck_pool *p, ck_pool_stage_task task, void *context, cons
         const size_t n = stages - first < CK_POOL_MAX_STAGES ? stages - first : CK_POOL_MAX_STAGES;
         // (The job's stage s is stage first + s: `base`.)
         pool_run_job(p, NULL, task, context, first, counts + first, (uint32_t)n);
+    }
+}
+
+int ck_pool_start(ck_pool *p, ck_pool_task task, void *context, size_t count) {
+    if (!p || count == 0 || count > 0xFFFFu) return 0;
+    const size_t n = count;
+    pool_publish(p, task, NULL, context, 0, &n, 1);
+    return 1;
+}
+
+void ck_pool_finish(ck_pool *p) {
+    if (!p) return;
+    pool_run_pieces(p, 0, p->epoch, 0);
+    // (No switch to running alone here: a started job's pieces last as long as the caller let them.)
+    const uint32_t target = atomic_load_explicit(&p->ends[0], memory_order_relaxed);
+    unsigned spins = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < target) {
+        CK_RELAX();
+        if (++spins > 4096 && spins % 1024 == 0) sched_yield();
     }
 }

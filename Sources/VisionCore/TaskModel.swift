@@ -44,7 +44,9 @@ public final class TaskModel: @unchecked Sendable {
         // a ZIP that opens but is corrupt is an error when a file is read from it.
         archive = try? file.associatedFiles()
         imageInput = try ImageInputSpec(model: file, metadata: metadata)
-        engine = try Model(file: file)
+        var options = ModelOptions()
+        options.numThreads = threads   // the weights packed on the interpreters' threads
+        engine = try Model(file: file, options: options)
         pool = InterpreterPool(model: engine, threads: threads)
     }
 

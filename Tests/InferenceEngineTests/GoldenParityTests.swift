@@ -73,7 +73,8 @@ final class GoldenParityTests: XCTestCase {
     }
 
     /// Results do not depend on the thread count: every output of every golden model is
-    /// byte-identical at 1 and 2 threads (so the parity above holds at 2 threads too).
+    /// byte-identical at 1 and 2 threads (so the parity above holds at 2 threads too), and with the
+    /// model compiled at 2 threads (its weights packed on the second thread: CompileWork).
     func testOutputsAreIdenticalAtOneAndTwoThreads() throws {
         try XCTSkipIf(_isDebugAssertConfiguration(), "model-sized runs need an optimized build: swift test -c release")
         let index = try SharedData.goldenIndex()
@@ -84,8 +85,11 @@ final class GoldenParityTests: XCTestCase {
             let model = try Model(contentsOfFile: SharedData.model("\(name).tflite").path)
             let directory = SharedData.goldens.appendingPathComponent(name)
             let record = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("\(image).json"))) as? [String: Any] ?? [:]
+            var compileOptions = ModelOptions()
+            compileOptions.numThreads = 2
+            let compiledAtTwo = try Model(contentsOfFile: SharedData.model("\(name).tflite").path, options: compileOptions)
             var outputs: [[Data]] = []
-            for threads in [1, 2] {
+            for (model, threads) in [(model, 1), (model, 2), (compiledAtTwo, 2)] {
                 let interpreter = Interpreter(model: model, options: InterpreterOptions(numThreads: threads))
                 interpreter.waitForThreads()
                 for input in record["inputs"] as? [[String: Any]] ?? [] {
@@ -96,6 +100,7 @@ final class GoldenParityTests: XCTestCase {
                 outputs.append(try model.outputs.indices.map { try interpreter.outputData(at: $0) })
             }
             XCTAssertEqual(outputs[0], outputs[1], "\(name): outputs differ between 1 and 2 threads")
+            XCTAssertEqual(outputs[0], outputs[2], "\(name): outputs differ when the model is compiled at 2 threads")
             checked += 1
         }
         XCTAssertGreaterThanOrEqual(checked, 14)

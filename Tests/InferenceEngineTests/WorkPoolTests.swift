@@ -1,11 +1,12 @@
 import CKernels
 import Foundation
+import Synchronization
 import XCTest
 
 /// The worker pool of multi-threaded invokes (`ck_pool`, Sources/CKernels/pool.c): every piece of
 /// every job runs exactly once, whatever the thread count, the piece count (jobs of more than 65,535
 /// pieces are cut into several), and whether the workers are spinning or asleep; a staged job's
-/// stages run one after the other.
+/// stages run one after the other; a started job runs beside the caller until it finishes it.
 final class WorkPoolTests: XCTestCase {
     /// Counts runs per piece: each piece adds one to its own slot (a piece run twice, or a piece of
     /// an older job run during a newer one, leaves a count other than 1).
@@ -112,6 +113,54 @@ final class WorkPoolTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.004)
         }
         runStages(nil, counts: [3, 0, 4])   // no pool: all on the caller
+    }
+
+    /// What a started job's pieces write: a mark per piece, and a flag piece 0 raises.
+    private final class StartedMarks: @unchecked Sendable {
+        let marks: UnsafeMutablePointer<Int32>
+        let firstRan = Atomic<Int>(0)
+        init(count: Int) {
+            marks = .allocate(capacity: max(count, 1))
+            marks.initialize(repeating: 0, count: max(count, 1))
+        }
+        deinit { marks.deallocate() }
+    }
+
+    private static let markStartedPiece: ck_pool_task = { context, index in
+        guard let context else { return }
+        let c = Unmanaged<StartedMarks>.fromOpaque(context).takeUnretainedValue()
+        c.marks[index] &+= 1
+        if index == 0 { c.firstRan.store(1, ordering: .releasing) }
+    }
+
+    /// A job published with ck_pool_start runs on the workers while the caller goes on (the
+    /// caller runs none of its pieces before ck_pool_finish), ck_pool_finish returns once every
+    /// piece has run exactly once, and plain jobs run as before after it.
+    func testStartedJobsRunBesideTheCaller() throws {
+        for threads in [2, 3] {
+            let pool = try XCTUnwrap(ck_pool_create(threads), "a pool of \(threads) threads")
+            defer { ck_pool_destroy(pool) }
+            var random = SystemRandomNumberGenerator()
+            for job in 0..<300 {
+                let count = Int.random(in: 1...40, using: &random)
+                let started = StartedMarks(count: count)
+                let context = Unmanaged.passUnretained(started).toOpaque()
+                XCTAssertEqual(ck_pool_start(pool, Self.markStartedPiece, context, count), 1)
+                if job % 30 == 0 {
+                    // Only a worker can run piece 0 now (the first piece of a worker's share, or
+                    // taken from the caller's share once its own is done).
+                    let deadline = Date(timeIntervalSinceNow: 5)
+                    while started.firstRan.load(ordering: .acquiring) == 0, Date() < deadline { sched_yield() }
+                    XCTAssertEqual(started.firstRan.load(ordering: .acquiring), 1, "\(threads) threads: no worker ran the started job")
+                }
+                ck_pool_finish(pool)
+                let wrong = (0..<count).filter { started.marks[$0] != 1 }
+                XCTAssertTrue(wrong.isEmpty, "\(count) pieces: \(wrong.count) ran \(wrong.first.map { started.marks[$0] } ?? 0) times")
+                if job % 10 == 0 { runJob(pool, count: Int.random(in: 2...40, using: &random)) }
+            }
+        }
+        XCTAssertEqual(ck_pool_start(nil, Self.markStartedPiece, nil, 4), 0)   // no pool: nothing published
+        ck_pool_finish(nil)
     }
 
     func testWithoutAPoolPiecesRunOnTheCaller() {

@@ -45,6 +45,16 @@ typedef void (*ck_pool_stage_task)(void *context, size_t stage, size_t index);
 /// empty stage. With a NULL pool, runs them on the caller.
 void ck_pool_run_stages(ck_pool *pool, ck_pool_stage_task task, void *context, const size_t *counts, size_t stages);
 
+/// Publishes a job of `count` pieces (at most 0xFFFF) like ck_pool_run's and returns at once: the
+/// workers run its pieces while the caller does something else; the caller must call
+/// ck_pool_finish before anything else on this pool. The caller's share is left to the workers
+/// until then. Returns 0 (nothing published) without a pool or with a count out of range.
+int ck_pool_start(ck_pool *pool, ck_pool_task task, void *context, size_t count);
+
+/// Runs the pieces of the job ck_pool_start published that no worker has claimed, on the caller,
+/// and waits until all are done.
+void ck_pool_finish(ck_pool *pool);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,6 +57,9 @@ struct OpContext {
     let instructionSet: Int32?
     /// Bytes of scratch memory the kernel needs during `run` (planned in the arena, aligned to 64).
     var scratchByteCount = 0
+    /// Where the kernel's weight packing runs (``CompileWork``): at once, or beside the rest of
+    /// the model's compile.
+    var work = CompileWork.immediate
 
     /// An error naming this operator and node.
     func fail(_ message: String, code: EngineError.Code = .invalidModel) -> EngineError {

@@ -12,6 +12,12 @@ public struct ModelOptions: Sendable {
     /// Which kernels run the operators: the optimized micro-kernels for this CPU (default), a capped
     /// instruction set, or the portable reference kernels (for tests and bisecting).
     public var kernels: KernelSelection = .optimized
+    /// Threads that compile the model (default 1, the calling thread alone). With more, the weights
+    /// are packed on the other threads while the calling thread prepares the operators and plans
+    /// the arena. Give it the interpreters' ``InterpreterOptions/numThreads``: the threads started
+    /// for the compile are kept for the first interpreter of that count, which then starts with
+    /// its threads ready. The compiled model is the same for every count.
+    public var numThreads: Int = 1
     public init() {}
 }
 
@@ -120,6 +126,10 @@ public final class Model: @unchecked Sendable {
         let graph = file.mainSubgraph
         let store = ConstantStore()
         ownedConstants = store
+        // Weight packing (CompileWork) runs beside the rest of the compile; every job is done
+        // before the model is returned, or before an error goes out (the jobs read the weights).
+        let work = CompileWork(threads: min(max(options.numThreads, 1), 64))
+        defer { work.finish() }
         var tensors = try ModelCompiler.tensorInfos(file: file, store: store, options: options)
         let order = try ModelCompiler.executionOrder(graph)
 
@@ -158,7 +168,7 @@ public final class Model: @unchecked Sendable {
                 customOptions: file.customOptions(of: op),
                 inputs: op.inputs.map { $0 >= 0 ? tensors[$0] : nil },
                 outputs: opOutputs.map { tensors[$0] },
-                instructionSet: options.kernels.instructionSet)
+                instructionSet: options.kernels.instructionSet, work: work)
             for output in opOutputs where tensors[output].isConstant || graph.inputs.contains(output) {
                 throw context.fail("writes tensor \(output) ('\(tensors[output].name)'), which is constant or a model input")
             }
@@ -183,6 +193,7 @@ public final class Model: @unchecked Sendable {
             let foldable = fused == nil && !presentInputs.isEmpty && presentInputs.allSatisfy { tensors[$0].isConstant }
                 && op.outputs.allSatisfy { !graphOutputs.contains($0) && !graph.tensors[$0].isVariable }
             if foldable {
+                work.waitForSubmitted()   // the kernel runs now: its packed weights must be there
                 try ModelCompiler.fold(kernel: kernel, op: op, scratch: context.scratchByteCount, tensors: &tensors, store: store)
             } else {
                 prepared.append((opIndex, op.inputs, opOutputs, kernel, context.scratchByteCount))

@@ -57,12 +57,13 @@ final class ParallelRunner: @unchecked Sendable {
             windowBlockBytes = 0
         }
         guard self.threadCount > 1 else {
+            pool.state.store(PoolSlot.none, ordering: .relaxed)
             created = nil
             return
         }
         let count = self.threadCount
         if let bits = idlePools.withLock({ $0[count]?.popLast() }) {
-            pool.bits.store(bits, ordering: .releasing)
+            pool.state.store(bits, ordering: .releasing)
             created = nil
             return
         }
@@ -71,20 +72,32 @@ final class ParallelRunner: @unchecked Sendable {
         let threads = self.threadCount
         let slot = pool
         DispatchQueue.global(qos: .userInitiated).async {
-            let created = ck_pool_create(threads)
-            slot.bits.store(created.map { Int(bitPattern: UnsafeMutableRawPointer($0)) } ?? 0, ordering: .releasing)
+            let made = ck_pool_create(threads)
+            let bits = made.map { Int(bitPattern: UnsafeMutableRawPointer($0)) } ?? PoolSlot.none
+            // The runner may have gone away meanwhile (it does not wait for this): then the pool
+            // goes where its pool would have gone.
+            let (published, _) = slot.state.compareExchange(expected: PoolSlot.pending, desired: bits, ordering: .acquiringAndReleasing)
+            if !published, bits != PoolSlot.none { ParallelRunner.keepIdle(bits, threads: threads) }
             semaphore.signal()
         }
     }
 
     deinit {
         if let windows { RecycledMemory.give(windows, byteCount: windowBlockBytes) }
-        created?.wait()
-        let bits = pool.bits.load(ordering: .acquiring)
-        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else { return }
+        // A pool still being created is left to its creator, which keeps it idle (no wait here: a
+        // model compiled with threads drops its runner as soon as the weights are packed).
+        let (abandoned, bits) = pool.state.compareExchange(expected: PoolSlot.pending, desired: PoolSlot.abandoned,
+                                                           ordering: .acquiringAndReleasing)
+        guard !abandoned, bits > PoolSlot.none else { return }
+        ParallelRunner.keepIdle(bits, threads: threadCount)
+    }
+
+    /// Keeps an idle pool for the next runner of `threads` threads, or destroys it when enough are kept.
+    private static func keepIdle(_ bits: Int, threads: Int) {
+        guard let raw = UnsafeMutableRawPointer(bitPattern: bits) else { return }
         let kept = idlePools.withLock { pools in
-            guard pools[threadCount, default: []].count < ParallelRunner.idlePoolLimit else { return false }
-            pools[threadCount, default: []].append(bits)
+            guard pools[threads, default: []].count < ParallelRunner.idlePoolLimit else { return false }
+            pools[threads, default: []].append(bits)
             return true
         }
         if !kept { ck_pool_destroy(OpaquePointer(raw)) }
@@ -102,9 +115,9 @@ final class ParallelRunner: @unchecked Sendable {
 
     /// Blocks until the background creation of the pool has finished.
     func waitUntilStarted() {
-        guard let created, pool.bits.load(ordering: .acquiring) == 0 else { return }
+        guard let created, pool.state.load(ordering: .acquiring) == PoolSlot.pending else { return }
         created.wait()
-        created.signal()   // deinit waits on it too
+        created.signal()   // for the next wait
     }
 
     /// Multiply-accumulates under which an operator counts as short: about 100 µs of one core's
@@ -128,8 +141,7 @@ final class ParallelRunner: @unchecked Sendable {
     /// Runs `body(0) ... body(count - 1)`, possibly concurrently; returns when all are done.
     func forEach(_ count: Int, _ body: (Int) -> Void) {
         guard count > 0 else { return }
-        let bits = count > 1 ? pool.bits.load(ordering: .acquiring) : 0
-        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else {
+        guard count > 1, let raw = pool.ready else {
             for i in 0..<count { body(i) }
             return
         }
@@ -149,8 +161,7 @@ final class ParallelRunner: @unchecked Sendable {
     /// when all are done. One job of the pool for all the stages (``StagedNodes``).
     func forEachStaged(_ counts: UnsafeBufferPointer<Int>, _ body: (_ stage: Int, _ piece: Int) -> Void) {
         guard let first = counts.baseAddress, !counts.isEmpty else { return }
-        let bits = pool.bits.load(ordering: .acquiring)
-        guard bits != 0, let raw = UnsafeMutableRawPointer(bitPattern: bits) else {
+        guard let raw = pool.ready else {
             for stage in counts.indices { for piece in 0..<max(0, counts[stage]) { body(stage, piece) } }
             return
         }
@@ -160,6 +171,20 @@ final class ParallelRunner: @unchecked Sendable {
                 ck_pool_run_stages(OpaquePointer(raw), runStagePiece, UnsafeMutableRawPointer(pointer), first, counts.count)
             }
         }
+    }
+
+    /// Publishes `count` pieces of `task(context, i)` to the workers and returns at once; false
+    /// (nothing published) while the pool is not ready. ``finishStarted()`` must follow before any
+    /// other use of the runner. (``CompileWork``: weights packed beside the rest of a compile.)
+    func start(_ count: Int, _ task: @escaping @convention(c) (UnsafeMutableRawPointer?, Int) -> Void,
+               context: UnsafeMutableRawPointer) -> Bool {
+        guard let raw = pool.ready else { return false }
+        return ck_pool_start(OpaquePointer(raw), task, context, count) != 0
+    }
+
+    /// Runs the started job's pieces no worker has claimed and waits for the others.
+    func finishStarted() {
+        if let raw = pool.ready { ck_pool_finish(OpaquePointer(raw)) }
     }
 
     /// A runner that uses only the calling thread.
@@ -230,9 +255,21 @@ struct ParallelScope {
 /// Pools of interpreters that have gone away, by thread count (ck_pool bit patterns).
 private let idlePools = Mutex<[Int: [Int]]>([:])
 
-/// Where the background creation publishes the pool (a ck_pool's bit pattern, 0 before).
+/// Where the background creation publishes the pool: a ck_pool's bit pattern, or one of the states below.
 private final class PoolSlot: Sendable {
-    let bits = Atomic<Int>(0)
+    /// Being created.
+    static let pending = 0
+    /// The runner went away while it was being created.
+    static let abandoned = 1
+    /// None: the creation failed, or one thread.
+    static let none = 2
+    let state = Atomic<Int>(PoolSlot.pending)
+
+    /// The pool, once created.
+    var ready: UnsafeMutableRawPointer? {
+        let bits = state.load(ordering: .acquiring)
+        return bits > PoolSlot.none ? UnsafeMutableRawPointer(bitPattern: bits) : nil
+    }
 }
 
 /// The closure of one `forEach` call, handed to C as a pointer to this stack value.

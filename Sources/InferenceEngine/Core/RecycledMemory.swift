@@ -83,6 +83,17 @@ final class PackedBuffer<Element: BitwiseCopyable>: @unchecked Sendable {
         initialize(base.bindMemory(to: Element.self, capacity: self.count))
     }
 
+    /// `count` elements left for a compile job to write (``CompileWork``): nothing may read them
+    /// before the job has run. The job keeps the buffer (``unsafeBase``) alive by capturing it.
+    init(uninitializedCount count: Int) {
+        self.count = max(count, 0)
+        (base, byteCount) = RecycledMemory.take(byteCount: self.count * MemoryLayout<Element>.stride)
+        base.bindMemory(to: Element.self, capacity: self.count)
+    }
+
+    /// The elements' memory, for the job that writes a buffer made with ``init(uninitializedCount:)``.
+    var unsafeBase: UnsafeMutablePointer<Element> { base.assumingMemoryBound(to: Element.self) }
+
     /// A copy of `elements`, 64-byte aligned. (A Swift array's elements are only 16-byte aligned,
     /// so where they land in the heap decides whether the kernels' 64-byte loads of them split
     /// across cache lines: tf2_mobilenet_v2's 8-bit depthwise layers took 0.087–0.094 ms or

@@ -15,7 +15,7 @@ enum BenchCommand {
         summary: "Measure a model's invoke latency (after warm-up), load time, arena size and peak memory.",
         usage: "bench MODEL [--threads N] [--runs N] [--warmup N] [--input FILE ...] [--kernels SET] [--profile] [--json]",
         options: [
-            .value("threads", "N", "Threads for one invoke (default 1)."),
+            .value("threads", "N", "Threads for one invoke, and for the compile's weight packing (default 1)."),
             .value("runs", "N", "Timed invokes (default 50)."),
             .value("warmup", "N", "Untimed invokes before the timed ones (default 10; the first invoke, part of loadMs, is not counted)."),
             .value("input", "FILE", "Raw little-endian tensor bytes for the next model input, in the model's input order (the goldens' *.input.bin format). Repeat once per input; without --input every input is zeros.", repeatable: true),
@@ -41,6 +41,7 @@ enum BenchCommand {
         let json = args.flag("json")
         let profile = args.flag("profile")
         var modelOptions = ModelOptions()
+        modelOptions.numThreads = threads   // the weights packed on the invoke's threads, as a task model's are
         if let name = args.value("kernels") {
             guard let selection = KernelSelection(rawValue: name) else {
                 throw UsageError("--kernels must be one of \(KernelSelection.allCases.map(\.rawValue).joined(separator: ", ")), not '\(name)'")

@@ -10,7 +10,7 @@ enum InvokeCommand {
         options: [
             .value("input", "FILE", "Raw little-endian tensor bytes for the next model input, in the model's input order (the goldens' *.input.bin format). Repeat once per input.", repeatable: true),
             .value("output-dir", "DIR", "Directory to write output_<i>.bin for every model output (created if missing)."),
-            .value("threads", "N", "Threads for one invoke (default 1)."),
+            .value("threads", "N", "Threads for one invoke, and for the compile's weight packing (default 1)."),
         ],
         example: """
         edgevision invoke ../shared/models/mobilenet_v2_1.0_224_quant.tflite --input ../shared/reference/goldens/mobilenet_v2_1.0_224_quant/burger.input.bin --output-dir /tmp/out
@@ -25,7 +25,9 @@ enum InvokeCommand {
         guard let outputDirectory = args.value("output-dir") else { throw UsageError("missing option --output-dir DIR") }
         let threads = try args.int("threads") ?? 1
         guard threads >= 1 else { throw UsageError("--threads must be at least 1") }
-        let model = try Model(contentsOfFile: path)
+        var options = ModelOptions()
+        options.numThreads = threads
+        let model = try Model(contentsOfFile: path, options: options)
         guard inputs.count == model.inputs.count else {
             throw UsageError("the model has \(model.inputs.count) inputs (\(model.inputs.map { "\($0.name): \($0.type) \($0.shape)" }.joined(separator: ", "))) but \(inputs.count) --input files were given")
         }

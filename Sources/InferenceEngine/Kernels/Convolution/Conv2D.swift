@@ -96,7 +96,7 @@ struct Conv2DKernel: Kernel {
                                           filterHeight: kh, filterWidth: kw, strideHeight: options.strideHeight, strideWidth: options.strideWidth,
                                           dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth,
                                           padTop: padTop, padLeft: padLeft),
-               batches: batches, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax) {
+               batches: batches, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax, work: context.work) {
             return fast
         }
 
@@ -110,7 +110,7 @@ struct Conv2DKernel: Kernel {
                dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth, padTop: padTop, padLeft: padLeft),
            let fast = OptimizedQuantizedConvKernel(
                isa: isa, geometry: geometry, batches: batches, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
-               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer) {
+               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer, work: context.work) {
             context.scratchByteCount = fast.scratchByteCount
             return fast
         }

@@ -95,7 +95,7 @@ struct DepthwiseConv2DKernel: Kernel {
                dilationHeight: options.dilationHeight, dilationWidth: options.dilationWidth, padTop: padTop, padLeft: padLeft),
            let fast = OptimizedQuantizedDepthwiseKernel(
                isa: isa, geometry: geometry, batches: batches, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
-               filterZeroPoint: -filterOffset, filter: data, bias: bias?.constant, requantizer: requantizer) {
+               filterZeroPoint: -filterOffset, filter: data, bias: bias?.constant, requantizer: requantizer, work: context.work) {
             return fast
         }
         let pieces = max(1, min(batches * outHeight, 16))

@@ -93,7 +93,7 @@ struct FullyConnectedKernel: Kernel {
                                           outputHeight: 1, outputWidth: batches, outputChannels: units,
                                           filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1,
                                           dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0),
-               batches: 1, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax) {
+               batches: 1, filter: data, bias: bias?.constant, floatMin: floatMin, floatMax: floatMax, work: context.work) {
             return fast
         }
 
@@ -105,7 +105,7 @@ struct FullyConnectedKernel: Kernel {
                filterHeight: 1, filterWidth: 1, strideHeight: 1, strideWidth: 1, dilationHeight: 1, dilationWidth: 1, padTop: 0, padLeft: 0),
            let fast = OptimizedQuantizedConvKernel(
                isa: isa, geometry: geometry, batches: 1, isSigned: kind == .int8, inputZeroPoint: -inputOffset,
-               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer) {
+               filterZeroPoint: filterZeroPoint, filter: data, bias: bias?.constant, requantizer: requantizer, work: context.work) {
             context.scratchByteCount = fast.scratchByteCount
             return fast
         }

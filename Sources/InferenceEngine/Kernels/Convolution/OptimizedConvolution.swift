@@ -140,19 +140,24 @@ struct OptimizedConvFloatKernel: Kernel {
     /// the same storage as that layer's, shared), nil for none.
     var prefetch: PackedBuffer<Float>?
 
-    /// Weights [out_c][k_h][k_w][in_c] (and the bias, or zeros) packed for the implicit-GEMM kernels.
-    /// (No filter: zeros.)
-    static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?) -> PackedBuffer<Float> {
+    /// Weights [out_c][k_h][k_w][in_c] (and the bias, or zeros) packed for the implicit-GEMM kernels
+    /// by `work`. (No filter: zeros.) The filter and bias must outlive the work (the model's
+    /// weights do; a temporary array needs ``CompileWork/immediate``).
+    static func pack(_ geometry: ck_conv_geometry, filter: UnsafePointer<Float>?, bias: UnsafePointer<Float>?,
+                     work: CompileWork = .immediate) -> PackedBuffer<Float> {
         var g = geometry
         let count = ck_conv_f32_packed_count(&g)
-        return PackedBuffer(count: count) { destination in
-            if let filter { ck_conv_f32_pack(&g, filter, bias, destination) } else { destination.initialize(repeating: 0, count: count) }
+        let packed = PackedBuffer<Float>(uninitializedCount: count)
+        work.submit {
+            var g = geometry
+            if let filter { ck_conv_f32_pack(&g, filter, bias, packed.unsafeBase) } else { packed.unsafeBase.initialize(repeating: 0, count: count) }
         }
+        return packed
     }
 
     /// Nil when the shapes do not fit the optimized kernel (the caller keeps the reference kernel).
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?,
-          floatMin: Float, floatMax: Float) {
+          floatMin: Float, floatMax: Float, work compileWork: CompileWork = .immediate) {
         guard geometry.fitsOptimizedKernels, batches > 0 else { return nil }
         let outputChannels = Int(geometry.out_c)
         let weightCount = outputChannels * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c)
@@ -163,7 +168,7 @@ struct OptimizedConvFloatKernel: Kernel {
             biasBase = base.assumingMemoryBound(to: Float.self)
         }
         var g = geometry
-        packed = OptimizedConvFloatKernel.pack(geometry, filter: filterBase.assumingMemoryBound(to: Float.self), bias: biasBase)
+        packed = OptimizedConvFloatKernel.pack(geometry, filter: filterBase.assumingMemoryBound(to: Float.self), bias: biasBase, work: compileWork)
         let count = packed.count
         self.isa = isa
         self.geometry = geometry

@@ -32,43 +32,45 @@ extension ck_conv_geometry {
 /// multipliers and shifts packed in blocks of 16 channels, plus the output zero point, the
 /// activation clamp and the rounding of the op's reference kernel (bit-exact with
 /// ``ConvRequantizer``).
-struct QuantizedOutputParameters: Sendable {
-    /// The packed records (``takeParams()`` moves them out, so the kernels complete them in place).
-    private(set) var params: [Int32]
+struct QuantizedOutputParameters {
+    /// Int32s of the packed records.
+    let count: Int
     let output: ck_q8_output
-
-    /// The records, left empty here: the caller's copy is then the array's only reference, which it
-    /// fills in place, where a copy kept here would make the first write copy every record.
-    mutating func takeParams() -> [Int32] {
-        defer { params = [] }
-        return params
-    }
+    private let channels: Int
+    private let requantizer: ConvRequantizer
+    /// The constant bias (in the model's memory), nil for none.
+    private let bias: UnsafePointer<Int32>?
+    private let rounding: ck_q8_rounding
 
     /// Nil when the constant bias is too short.
     init?(channels: Int, requantizer: ConvRequantizer, bias: UnsafeRawBufferPointer?) {
         guard channels > 0, requantizer.multipliers.count >= channels, requantizer.shifts.count >= channels else { return nil }
-        var biasBase: UnsafePointer<Int32>?
         if let bias {
             guard let base = bias.baseAddress, bias.count >= channels * 4 else { return nil }
-            biasBase = base.assumingMemoryBound(to: Int32.self)
+            self.bias = base.assumingMemoryBound(to: Int32.self)
+        } else {
+            self.bias = nil
         }
-        let count = ck_q8_params_count(Int32(channels))
-        let rounding: ck_q8_rounding = requantizer.rounding == .gemmHalfUp ? CK_Q8_ROUND_HALF_UP : CK_Q8_ROUND_REFERENCE
-        params = requantizer.multipliers.withUnsafeBufferPointer { m in
+        self.channels = channels
+        self.requantizer = requantizer
+        count = ck_q8_params_count(Int32(channels))
+        rounding = requantizer.rounding == .gemmHalfUp ? CK_Q8_ROUND_HALF_UP : CK_Q8_ROUND_REFERENCE
+        output = ck_q8_output(zero_point: requantizer.outputZeroPoint, act_min: requantizer.activationMin,
+                              act_max: requantizer.activationMax, rounding: Int32(rounding.rawValue))
+    }
+
+    /// Writes the `count` Int32s of the records at `destination` (the kernels' packing then
+    /// completes them in place).
+    func pack(into destination: UnsafeMutablePointer<Int32>) {
+        requantizer.multipliers.withUnsafeBufferPointer { m in
             requantizer.shifts.withUnsafeBufferPointer { s in
-                [Int32](unsafeUninitializedCapacity: count) { buffer, initialized in
-                    if let base = buffer.baseAddress, let mb = m.baseAddress, let sb = s.baseAddress {
-                        ck_q8_params_pack(Int32(channels), biasBase, mb, sb, Int32(rounding.rawValue), requantizer.outputZeroPoint, base)
-                        initialized = count
-                    } else {
-                        initialized = 0
-                    }
+                if let mb = m.baseAddress, let sb = s.baseAddress {
+                    ck_q8_params_pack(Int32(channels), bias, mb, sb, Int32(rounding.rawValue), requantizer.outputZeroPoint, destination)
+                } else {
+                    destination.initialize(repeating: 0, count: count)
                 }
             }
         }
-        guard params.count == count else { return nil }
-        output = ck_q8_output(zero_point: requantizer.outputZeroPoint, act_min: requantizer.activationMin,
-                              act_max: requantizer.activationMax, rounding: Int32(rounding.rawValue))
     }
 }
 
@@ -111,44 +113,25 @@ struct OptimizedQuantizedConvKernel: Kernel {
     let convertedBytes: Int, sumsBytes: Int
 
     /// Nil when the shapes or operands do not fit the optimized kernel (the caller keeps the
-    /// reference kernel).
+    /// reference kernel). The weights and requantization records are packed by `work`.
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
-          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
+          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer,
+          work: CompileWork = .immediate) {
         guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c > 0 else { return nil }
         let outputChannels = Int(geometry.out_c)
         let weightCount = outputChannels * Int(geometry.k_h) * Int(geometry.k_w) * Int(geometry.in_c)
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
-              var requant = QuantizedOutputParameters(channels: outputChannels, requantizer: requantizer, bias: bias) else { return nil }
+              let requant = QuantizedOutputParameters(channels: outputChannels, requantizer: requantizer, bias: bias) else { return nil }
         let bytePath = isa >= Int32(CK_ISA_AVX512VNNI)
         let paddedChannels = Int(bytePath ? ck_q8b_padded_channels(geometry.in_c) : ck_q8_padded_channels(geometry.in_c))
         let imagePixels = Int(geometry.in_h) * Int(geometry.in_w)
         guard imagePixels * paddedChannels * 2 < Int(Int32.max) else { return nil }
         var g = geometry
-        var params = requant.takeParams()
+        let signed: Int32 = isSigned ? 1 : 0
+        // The records, which every path's packing completes (or marks) in place.
+        let params = PackedBuffer<Int32>(uninitializedCount: requant.count)
         let imageBytes = bytePath ? ck_conv_q8r_image_bytes(&g) : 0
         let blocks = (outputChannels + Int(CK_Q8_NR) - 1) / Int(CK_Q8_NR)
-        /// Byte-path weights packed by `pack` (which also completes the requantization records).
-        func packBytes(_ count: Int, _ pack: (UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Int32>) -> Void) -> PackedBuffer<Int8>? {
-            var packed = false
-            let buffer = PackedBuffer<Int8>(count: count) { base in
-                params.withUnsafeMutableBufferPointer { p in
-                    guard let pb = p.baseAddress else {
-                        base.initialize(repeating: 0, count: count)
-                        return
-                    }
-                    pack(base, pb)
-                    packed = true
-                }
-            }
-            return packed ? buffer : nil
-        }
-        /// Marks the blocks whose shorter exact requantization applies (the int16 path and the first
-        /// layers; the byte path's packing marks its own).
-        func markPlainRequantization() {
-            params.withUnsafeMutableBufferPointer { p in
-                if let base = p.baseAddress { ck_q8_mark_plain(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, base) }
-            }
-        }
         let none16 = PackedBuffer<Int16>(count: 0) { _ in }, none8 = PackedBuffer<Int8>(count: 0) { _ in }
         // The first-layer kernel's float sums are exact while |x − zero point| and |w − zero point|
         // stay within 255: zero points inside the type's range (real models' always are).
@@ -156,19 +139,31 @@ struct OptimizedQuantizedConvKernel: Kernel {
         let zeroPointsFit = typeRange.contains(Int(inputZeroPoint)) && typeRange.contains(Int(filterZeroPoint))
         if !bytePath, zeroPointsFit, ck_conv_q8_c3s2_supported(isa, &g) != 0 {
             let count = ck_conv_q8_c3s2_packed_count(&g)
-            firstLayer = PackedBuffer(count: count) { ck_conv_q8_c3s2_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
-            markPlainRequantization()
+            let weights = PackedBuffer<Float>(uninitializedCount: count)
+            // (The int16 path and the first layers mark the blocks whose shorter exact
+            // requantization applies; the byte path's packing marks its own.)
+            work.submit {
+                var g = geometry
+                requant.pack(into: params.unsafeBase)
+                ck_conv_q8_c3s2_pack(&g, filterBase, signed, filterZeroPoint, weights.unsafeBase)
+                ck_q8_mark_plain(&g, filterBase, signed, filterZeroPoint, inputZeroPoint, params.unsafeBase)
+            }
+            firstLayer = weights
             packed16 = none16
             packed8 = none8
             rowPath = false
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks, bytesPerBlock: count * 4 / max(blocks, 1))
             convertedBytes = 0
             sumsBytes = 0
-        } else if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint) != 0 {
+        } else if bytePath, imageBytes < Int(Int32.max), ck_conv_q8r_fits(&g, filterBase, signed, filterZeroPoint) != 0 {
             let count = ck_conv_q8r_packed_count(&g)
-            guard let bytes = packBytes(count, { ck_conv_q8r_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
-            else { return nil }
-            packed8 = bytes
+            let weights = PackedBuffer<Int8>(uninitializedCount: count)
+            work.submit {
+                var g = geometry
+                requant.pack(into: params.unsafeBase)
+                ck_conv_q8r_pack(&g, filterBase, signed, filterZeroPoint, inputZeroPoint, weights.unsafeBase, params.unsafeBase)
+            }
+            packed8 = weights
             packed16 = none16
             firstLayer = nil
             rowPath = true
@@ -180,9 +175,13 @@ struct OptimizedQuantizedConvKernel: Kernel {
             rowPath = false
             firstLayer = nil
             let count = ck_conv_q8b_packed_count(&g)
-            guard let bytes = packBytes(count, { ck_conv_q8b_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, inputZeroPoint, $0, $1) })
-            else { return nil }
-            packed8 = bytes
+            let weights = PackedBuffer<Int8>(uninitializedCount: count)
+            work.submit {
+                var g = geometry
+                requant.pack(into: params.unsafeBase)
+                ck_conv_q8b_pack(isa, &g, filterBase, signed, filterZeroPoint, inputZeroPoint, weights.unsafeBase, params.unsafeBase)
+            }
+            packed8 = weights
             packed16 = none16
             split = GemmSplit(pixels: Int(geometry.out_h) * Int(geometry.out_w), blocks: blocks,
                               bytesPerBlock: count / max(blocks, 1), tileRows: 8)
@@ -191,8 +190,14 @@ struct OptimizedQuantizedConvKernel: Kernel {
             sumsBytes = inPlace ? 0 : ConvolutionSupport.align(imagePixels * 4)
         } else {
             let count = ck_conv_q8_packed_count(&g)
-            packed16 = PackedBuffer(count: count) { ck_conv_q8_pack(isa, &g, filterBase, isSigned ? 1 : 0, filterZeroPoint, $0) }
-            markPlainRequantization()
+            let weights = PackedBuffer<Int16>(uninitializedCount: count)
+            work.submit {
+                var g = geometry
+                requant.pack(into: params.unsafeBase)
+                ck_conv_q8_pack(isa, &g, filterBase, signed, filterZeroPoint, weights.unsafeBase)
+                ck_q8_mark_plain(&g, filterBase, signed, filterZeroPoint, inputZeroPoint, params.unsafeBase)
+            }
+            packed16 = weights
             packed8 = none8
             firstLayer = nil
             rowPath = false
@@ -208,7 +213,7 @@ struct OptimizedQuantizedConvKernel: Kernel {
         self.inputZeroPoint = inputZeroPoint
         self.filterZeroPoint = filterZeroPoint
         self.bytePath = bytePath
-        self.params = PackedBuffer(copying: params)
+        self.params = params
         output = requant.output
         zeros16 = PackedBuffer(repeating: 0, count: paddedChannels)
         // A tap outside the image reads the input zero point (contributing 0); padding channels 0.
@@ -397,7 +402,8 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
     let rowUnit: Int
 
     init?(isa: Int32, geometry: ck_conv_geometry, batches: Int, isSigned: Bool, inputZeroPoint: Int32, filterZeroPoint: Int32,
-          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer) {
+          filter: UnsafeRawBufferPointer, bias: UnsafeRawBufferPointer?, requantizer: ConvRequantizer,
+          work: CompileWork = .immediate) {
         guard geometry.fitsOptimizedKernels, batches > 0, geometry.in_c > 0, geometry.out_c == geometry.in_c else { return nil }
         // The AVX2 and AVX-512 variants read a pad of the input zero point as input bytes: it must
         // fit the type (else the portable kernel, which reads valid taps only).
@@ -406,22 +412,19 @@ struct OptimizedQuantizedDepthwiseKernel: Kernel {
         let channels = Int(geometry.in_c)
         let weightCount = Int(geometry.k_h) * Int(geometry.k_w) * channels
         guard let filterBase = filter.baseAddress, filter.count >= weightCount,
-              var requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
+              let requant = QuantizedOutputParameters(channels: channels, requantizer: requantizer, bias: bias) else { return nil }
         var g = geometry
-        let count = ck_dwconv_q8_packed_count(&g)
-        var params = requant.takeParams()
-        var prepared = false
-        let packed = PackedBuffer<Int32>(count: count) { base in
-            params.withUnsafeMutableBufferPointer { p in
-                ck_dwconv_q8_pack(&g, filterBase, isSigned ? 1 : 0, filterZeroPoint, base)
-                guard let pb = p.baseAddress else { return }
-                ck_dwconv_q8_prepare(kernelISA, &g, isSigned ? 1 : 0, inputZeroPoint, base, pb)
-                prepared = true
-            }
+        let packed = PackedBuffer<Int32>(uninitializedCount: Int(ck_dwconv_q8_packed_count(&g)))
+        let params = PackedBuffer<Int32>(uninitializedCount: requant.count)
+        let signed: Int32 = isSigned ? 1 : 0
+        work.submit {
+            var g = geometry
+            requant.pack(into: params.unsafeBase)
+            ck_dwconv_q8_pack(&g, filterBase, signed, filterZeroPoint, packed.unsafeBase)
+            ck_dwconv_q8_prepare(kernelISA, &g, signed, inputZeroPoint, packed.unsafeBase, params.unsafeBase)
         }
-        guard prepared else { return nil }
         self.packed = packed
-        self.params = PackedBuffer(copying: params)
+        self.params = params
         output = requant.output
         pad = PackedBuffer(repeating: UInt8(truncatingIfNeeded: inputZeroPoint), count: channels)
         self.isa = kernelISA
