@@ -11,7 +11,10 @@ enum FixedPoint {
         guard realMultiplier.isFinite, realMultiplier > 0 else { return (0, 0) }
         var shift = 0
         let fraction = frexp(realMultiplier, &shift)
-        var q = Int64((fraction * Double(Int64(1) << 31)).rounded())
+        // fraction · 2^31 lies in [2^30, 2^31): adding 0.5 is exact there and the conversion
+        // truncates, so this rounds halves away from zero as `.rounded()` does, without libm's
+        // round (a call per channel: 4% of a compile).
+        var q = Int64(fraction * 2147483648.0 + 0.5)
         if q == Int64(1) << 31 {
             q /= 2
             shift += 1
