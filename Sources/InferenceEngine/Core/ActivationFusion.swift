@@ -29,10 +29,15 @@ struct ActivationFusion {
 
     static func plan(graph: Subgraph, file: TFLiteModel, tensors: [TensorInfo]) -> ActivationFusion {
         var fusion = ActivationFusion()
-        var writer = [Int: Int](), readers = [Int: Int]()
+        // Per tensor: the operator that writes it (-1: none) and how many operators read it
+        // (arrays: a compile's hashing showed in its profile).
+        let tensorCount = tensors.count
+        var writer = [Int](repeating: -1, count: tensorCount), readers = [Int](repeating: 0, count: tensorCount)
         for (index, op) in graph.operators.enumerated() {
-            for output in op.outputs where output >= 0 { writer[output] = index }
-            for input in Set(op.inputs) where input >= 0 { readers[input, default: 0] += 1 }
+            for output in op.outputs where output >= 0 && output < tensorCount { writer[output] = index }
+            for (k, input) in op.inputs.enumerated() where input >= 0 && input < tensorCount && !op.inputs[..<k].contains(input) {
+                readers[input] += 1
+            }
         }
         let graphOutputs = Set(graph.outputs)
         for (index, op) in graph.operators.enumerated() {
@@ -40,7 +45,7 @@ struct ActivationFusion {
                   op.inputs.count == 1, op.outputs.count == 1,
                   let input = op.inputs.first, input >= 0, input < tensors.count,
                   let output = op.outputs.first, output >= 0, output < tensors.count,
-                  let producerIndex = writer[input], producerIndex != index,
+                  case let producerIndex = writer[input], producerIndex >= 0, producerIndex != index,
                   fusion.producers[producerIndex] == nil, !fusion.absorbed.contains(producerIndex)
             else { continue }
             let producer = graph.operators[producerIndex]

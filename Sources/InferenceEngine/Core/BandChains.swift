@@ -51,7 +51,7 @@ enum BandChains {
     /// either way; chains of up to 3 layers taken greedily from the first layer (which cut the
     /// first block in two) 0.09 ms slower over the first two blocks; longer chains (up to 6
     /// layers: every band goes through all their weights) 10.95–11.04 → 11.07–11.08 ms.
-    static func plan(_ prepared: inout [ResidualFusion.Entry], tensors: [TensorInfo], readers: [Int: Int],
+    static func plan(_ prepared: inout [ResidualFusion.Entry], tensors: [TensorInfo], readers: ReaderCounts,
                      graphOutputs: Set<Int>, graph: Subgraph, names: (Int) -> String) {
         func isPrivate(_ tensor: Int) -> Bool {
             tensor >= 0 && tensor < tensors.count && readers[tensor] == 1 && !graphOutputs.contains(tensor)

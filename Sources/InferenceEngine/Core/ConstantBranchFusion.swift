@@ -27,7 +27,7 @@ enum ConstantBranchFusion {
 
     /// Folds the convolution just appended to `prepared` if it can; returns whether it did.
     static func fold(prepared: inout [Entry], tensors: inout [TensorInfo], graph: Subgraph, file: TFLiteModel,
-                     readers: [Int: Int], graphOutputs: Set<Int>) -> Bool {
+                     readers: ReaderCounts, graphOutputs: Set<Int>) -> Bool {
         guard let last = prepared.indices.last,
               let conv = prepared[last].kernel as? OptimizedConvFloatKernel, conv.residual == nil, conv.firstLayer == nil,
               file.operatorCode(of: graph.operators[prepared[last].op]).builtinCode == .conv2D

@@ -9,7 +9,7 @@ import TFLiteFormat
 enum CopyElision {
     /// Removes the copies from `prepared` (in execution order), pointing their readers at their
     /// inputs, and updates `readers` (tensor → operators reading it).
-    static func apply(_ prepared: inout [ResidualFusion.Entry], readers: inout [Int: Int], tensors: [TensorInfo],
+    static func apply(_ prepared: inout [ResidualFusion.Entry], readers: inout ReaderCounts, tensors: [TensorInfo],
                       graph: Subgraph, graphOutputs: Set<Int>) {
         var source = [Int: Int]()  // an elided output → the tensor holding its bytes
         var kept: [ResidualFusion.Entry] = []
@@ -22,8 +22,8 @@ enum CopyElision {
                 if !graphOutputs.contains(output), !graph.tensors[output].isVariable, !graph.tensors[input].isVariable,
                    tensors[input].type == tensors[output].type, tensors[input].byteCount == tensors[output].byteCount {
                     source[output] = input
-                    readers[input, default: 0] += readers[output, default: 0] - 1
-                    readers[output] = nil
+                    readers.add(readers[output] - 1, to: input)
+                    readers.remove(output)
                     continue
                 }
             }

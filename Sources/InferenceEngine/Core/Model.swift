@@ -142,9 +142,9 @@ public final class Model: @unchecked Sendable {
             : ActivationFusion.plan(graph: graph, file: file, tensors: tensors)
         // A float ADD of a convolution's output and a residual (through a channel PAD or not) is
         // folded into the convolution's epilogue (ResidualFusion).
-        var readers = [Int: Int]()
+        var readers = ReaderCounts(tensorCount: tensors.count)
         for (index, op) in graph.operators.enumerated() where !fusion.absorbed.contains(index) {
-            for input in Set(op.inputs) where input >= 0 { readers[input, default: 0] += 1 }
+            for (k, input) in op.inputs.enumerated() where !op.inputs[..<k].contains(input) { readers.add(1, to: input) }
         }
         for opIndex in order where !fusion.absorbed.contains(opIndex) {
             let op = graph.operators[opIndex]
@@ -269,5 +269,24 @@ final class ConstantStore: @unchecked Sendable {
 
     deinit {
         for block in blocks { block.deallocate() }
+    }
+}
+
+/// How many operators read each tensor (each operator once), for the graph rewrites' "read only
+/// here" checks: an array by tensor index (a dictionary's hashing showed in compile profiles); an
+/// index outside the model's tensors reads as 0 and is never written.
+struct ReaderCounts {
+    private var counts: [Int]
+
+    init(tensorCount: Int) { counts = [Int](repeating: 0, count: max(tensorCount, 0)) }
+
+    subscript(tensor: Int) -> Int { tensor >= 0 && tensor < counts.count ? counts[tensor] : 0 }
+
+    mutating func add(_ count: Int, to tensor: Int) {
+        if tensor >= 0 && tensor < counts.count { counts[tensor] += count }
+    }
+
+    mutating func remove(_ tensor: Int) {
+        if tensor >= 0 && tensor < counts.count { counts[tensor] = 0 }
     }
 }

@@ -7,23 +7,24 @@ enum ModelCompiler {
     static func tensorInfos(file: TFLiteModel, store: ConstantStore, options: ModelOptions) throws -> [TensorInfo] {
         let graph = file.mainSubgraph
         return try graph.tensors.enumerated().map { index, tensor in
-            let what = "tensor \(index) ('\(tensor.name)')"
+            // (Built only for a message: a string per tensor showed in compile profiles.)
+            func what() -> String { "tensor \(index) ('\(tensor.name)')" }
             guard !tensor.isSparse else {
-                throw EngineError(.unsupportedOperator, "The model's \(what) is stored sparse, which EdgeVision's engine does not support.")
+                throw EngineError(.unsupportedOperator, "The model's \(what()) is stored sparse, which EdgeVision's engine does not support.")
             }
             guard tensor.shape.allSatisfy({ $0 >= 0 }) else {
-                throw EngineError(.invalidModel, "The model's \(what) has a negative dimension in its shape \(Shape(tensor.shape)).")
+                throw EngineError(.invalidModel, "The model's \(what()) has a negative dimension in its shape \(Shape(tensor.shape)).")
             }
             var info = TensorInfo(name: tensor.name, type: tensor.type, shape: tensor.shape, quantization: tensor.quantization, constant: nil)
-            try checkSize(info, options: options, what: what)
-            if let q = tensor.quantization { try validate(q, tensor: info, what: what) }
+            try checkSize(info, options: options, what: what())
+            if let q = tensor.quantization { try validate(q, tensor: info, what: what()) }
             if let bytes = file.bufferBytes(tensor.buffer) {
                 guard let elementSize = tensor.type.byteSize else {
-                    throw EngineError(.unsupportedOperator, "The model's \(what) is a constant of type \(tensor.type), which EdgeVision's engine does not support.")
+                    throw EngineError(.unsupportedOperator, "The model's \(what()) is a constant of type \(tensor.type), which EdgeVision's engine does not support.")
                 }
                 let expected = info.elementCount * elementSize
                 guard bytes.count == expected else {
-                    throw EngineError(.invalidModel, "The model's \(what) has shape \(Shape(tensor.shape)) of \(tensor.type) (\(expected) bytes) but its buffer holds \(bytes.count) bytes.")
+                    throw EngineError(.invalidModel, "The model's \(what()) has shape \(Shape(tensor.shape)) of \(tensor.type) (\(expected) bytes) but its buffer holds \(bytes.count) bytes.")
                 }
                 if let base = bytes.baseAddress, Int(bitPattern: base) % max(elementSize, 1) == 0 {
                     info.constant = bytes
@@ -38,32 +39,32 @@ enum ModelCompiler {
     }
 
     /// Checks a tensor's byte size against the limits.
-    static func checkSize(_ info: TensorInfo, options: ModelOptions, what: String) throws {
+    static func checkSize(_ info: TensorInfo, options: ModelOptions, what: @autoclosure () -> String) throws {
         guard let count = Shape(info.shape).elementCount else {
-            throw EngineError(.resourceLimit, "The model's \(what) has shape \(Shape(info.shape)), whose element count overflows.")
+            throw EngineError(.resourceLimit, "The model's \(what()) has shape \(Shape(info.shape)), whose element count overflows.")
         }
         let (bytes, overflow) = count.multipliedReportingOverflow(by: info.type.byteSize ?? 1)
         guard !overflow, bytes <= options.maximumTensorBytes else {
-            throw EngineError(.resourceLimit, "The model's \(what) would need \(overflow ? "more than \(Int.max)" : "\(bytes)") bytes, more than the limit of \(options.maximumTensorBytes) bytes per tensor (ModelOptions.maximumTensorBytes).")
+            throw EngineError(.resourceLimit, "The model's \(what()) would need \(overflow ? "more than \(Int.max)" : "\(bytes)") bytes, more than the limit of \(options.maximumTensorBytes) bytes per tensor (ModelOptions.maximumTensorBytes).")
         }
     }
 
     /// Quantization parameters must be usable: finite positive scales, matching per-channel counts.
-    static func validate(_ q: QuantizationParameters, tensor: TensorInfo, what: String) throws {
+    static func validate(_ q: QuantizationParameters, tensor: TensorInfo, what: @autoclosure () -> String) throws {
         for scale in q.scales where !(scale.isFinite && scale >= 0) {
-            throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale \(scale); scales must be finite and positive. Re-quantize the model (TFLite converter) or export it again.")
+            throw EngineError(.invalidQuantization, "The model's \(what()) has quantization scale \(scale); scales must be finite and positive. Re-quantize the model (TFLite converter) or export it again.")
         }
         if tensor.type == .uint8 || tensor.type == .int8 || tensor.type == .int16 {
             for scale in q.scales where scale == 0 {
-                throw EngineError(.invalidQuantization, "The model's \(what) has quantization scale 0; scales of quantized tensors must be positive. Re-quantize the model (TFLite converter) or export it again.")
+                throw EngineError(.invalidQuantization, "The model's \(what()) has quantization scale 0; scales of quantized tensors must be positive. Re-quantize the model (TFLite converter) or export it again.")
             }
         }
         guard q.zeroPoints.isEmpty || q.zeroPoints.count == q.scales.count else {
-            throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) scales but \(q.zeroPoints.count) zero points. Re-quantize the model (TFLite converter) or export it again.")
+            throw EngineError(.invalidQuantization, "The model's \(what()) has \(q.scales.count) scales but \(q.zeroPoints.count) zero points. Re-quantize the model (TFLite converter) or export it again.")
         }
         if q.scales.count > 1 {
             guard q.quantizedDimension >= 0, q.quantizedDimension < tensor.rank, tensor.shape[q.quantizedDimension] == q.scales.count else {
-                throw EngineError(.invalidQuantization, "The model's \(what) has \(q.scales.count) per-channel scales along dimension \(q.quantizedDimension), but its shape is \(Shape(tensor.shape)). Re-quantize the model (TFLite converter) or export it again.")
+                throw EngineError(.invalidQuantization, "The model's \(what()) has \(q.scales.count) per-channel scales along dimension \(q.quantizedDimension), but its shape is \(Shape(tensor.shape)). Re-quantize the model (TFLite converter) or export it again.")
             }
         }
     }
@@ -185,7 +186,11 @@ enum ModelCompiler {
         }
         let tensorIndices = first.keys.sorted()
         var buffers = tensorIndices.map { PlannedBuffer(size: tensors[$0].byteCount, firstUse: first[$0] ?? 0, lastUse: last[$0] ?? end) }
-        for (position, node) in nodes.enumerated() {
+        // Scratch of the nodes that need any (most need none: planning an empty buffer for each
+        // would double the buffers the planner places, and give each 64 bytes).
+        var scratchBuffer = [Int?](repeating: nil, count: nodes.count)
+        for (position, node) in nodes.enumerated() where node.scratch > 0 {
+            scratchBuffer[position] = buffers.count
             buffers.append(PlannedBuffer(size: node.scratch, firstUse: position, lastUse: position, writtenInHalves: false))
         }
         let (offsets, size) = GreedyMemoryPlanner().plan(buffers)
@@ -195,6 +200,6 @@ enum ModelCompiler {
         var tensorOffsets = [Int?](repeating: nil, count: tensors.count)
         for (i, t) in tensorIndices.enumerated() { tensorOffsets[t] = offsets[i] }
         return ArenaPlan(arenaSize: size, peakLiveBytes: InferenceEngine.peakLiveBytes(buffers),
-                         tensorOffsets: tensorOffsets, scratchOffsets: Array(offsets[tensorIndices.count...]))
+                         tensorOffsets: tensorOffsets, scratchOffsets: scratchBuffer.map { $0.map { offsets[$0] } ?? 0 })
     }
 }

@@ -36,7 +36,7 @@ enum ResidualFusion {
     /// tensor, the operators that will read it.
     static func fold(add op: Operator, options: BuiltinOptions, outputs: [Int], prepared: inout [Entry],
                      tensors: inout [TensorInfo], graph: Subgraph, file: TFLiteModel,
-                     readers: [Int: Int], graphOutputs: Set<Int>) -> Bool {
+                     readers: ReaderCounts, graphOutputs: Set<Int>) -> Bool {
         guard case .add(let activation) = options, op.inputs.count == 2, outputs.count == 1,
               let out = outputs.first, out >= 0, out < tensors.count, tensors[out].type == .float32,
               !graph.tensors[out].isVariable
