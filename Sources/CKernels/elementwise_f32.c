@@ -993,6 +993,60 @@ void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t beg
     hardswish_portable(input, output, begin, end);
 }
 
+// ---- float16 bits to float32 (DEQUANTIZE of float16 weights) ----
+
+static inline float f16_scalar(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0) {
+        // Zero or subnormal: mantissa * 2^-24, exact in float32.
+        const float magnitude = (float)mantissa * (1.0f / 16777216.0f);
+        memcpy(&bits, &magnitude, 4);
+        bits |= sign;
+    } else if (exponent == 31) {
+        bits = sign | 0x7f800000u | (mantissa << 13);  // infinities; NaNs keep their payload (not quieted)
+    } else {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+#if CK_X86
+/// f16_scalar on 8 lanes with integer operations (F16C's vcvtph2ps would quiet signalling NaNs).
+CK_TARGET_AVX2
+static void f16_to_f32_avx2(const uint16_t *in, float *out, size_t begin, size_t end) {
+    const __m256i sign_mask = _mm256_set1_epi32(0x8000), mant_mask = _mm256_set1_epi32(0x3ff);
+    const __m256i exp_mask = _mm256_set1_epi32(0x1f), zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(31);
+    const __m256i bias = _mm256_set1_epi32(112), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256 tiny = _mm256_set1_ps(1.0f / 16777216.0f);
+    size_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(in + i)));
+        const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, sign_mask), 16);
+        const __m256i exponent = _mm256_and_si256(_mm256_srli_epi32(h, 10), exp_mask);
+        const __m256i mantissa = _mm256_and_si256(h, mant_mask);
+        const __m256i shifted = _mm256_slli_epi32(mantissa, 13);
+        const __m256i normal = _mm256_or_si256(_mm256_slli_epi32(_mm256_add_epi32(exponent, bias), 23), shifted);
+        const __m256i special = _mm256_or_si256(inf, shifted);
+        const __m256i small = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(mantissa), tiny));
+        __m256i bits = _mm256_blendv_epi8(normal, special, _mm256_cmpeq_epi32(exponent, top));
+        bits = _mm256_blendv_epi8(bits, small, _mm256_cmpeq_epi32(exponent, zero));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm256_or_si256(bits, sign));
+    }
+    for (; i < end; i++) out[i] = f16_scalar(in[i]);
+}
+#endif
+
+void ck_f16_to_f32(int32_t isa, const uint16_t *input, float *output, size_t begin, size_t end) {
+#if CK_X86
+    if (isa >= CK_ISA_AVX2) { f16_to_f32_avx2(input, output, begin, end); return; }
+#endif
+    (void)isa;
+    for (size_t i = begin; i < end; i++) output[i] = f16_scalar(input[i]);
+}
+
 // ---- PAD of the innermost dimension: rows of [before fill][input row][after fill] ----
 
 static void pad_rows_portable(const uint8_t *in, uint8_t *out, size_t row_begin, size_t row_end, size_t in_bytes,

@@ -219,6 +219,11 @@ void ck_softmax_f32(int32_t isa, const float *input, float *output, size_t rows,
 /// reference kernel); a NaN input gives NaN.
 void ck_hardswish_f32(int32_t isa, const float *input, float *output, size_t begin, size_t end);
 
+/// IEEE half-precision bits to float32 over [begin, end): normals, subnormals (exact), signed zeros,
+/// infinities, and NaNs with their payload in the high mantissa bits, not quieted (the same bits
+/// on every instruction set; float16 weights' DEQUANTIZE).
+void ck_f16_to_f32(int32_t isa, const uint16_t *input, float *output, size_t begin, size_t end);
+
 /// 8-bit table lookup over [begin, end): output[i] = table[input[i]] (256-entry table). Uses
 /// AVX-512 VBMI byte permutes when the CPU has them (checked once), else plain C.
 void ck_lut_8(int32_t isa, const uint8_t *table, const uint8_t *input, uint8_t *output, size_t begin, size_t end);

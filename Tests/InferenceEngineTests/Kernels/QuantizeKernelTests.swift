@@ -123,6 +123,33 @@ final class QuantizeKernelTests: XCTestCase {
         XCTAssertEqual(Array(f[2...]), [1, 0, 0, 6])
     }
 
+    /// Every one of the 65,536 half-precision patterns (and a run whose length is no multiple of
+    /// the 8-lane blocks) gives the same float32 bits with every kernel selection as with the
+    /// reference kernel, and those are the value the pattern encodes: normals and subnormals
+    /// exactly, signed zeros and infinities, NaNs with their payload in the high mantissa bits and
+    /// not quieted (the optimized path is CKernels' `ck_f16_to_f32`).
+    func testDequantizeFloat16EveryPatternOnEveryKernelSelection() throws {
+        let bits = (0...0xFFFF).map { UInt16($0) } + [0x7C01, 0x3C00, 0x0001]
+        func expected(_ h: UInt16) -> UInt32 {
+            let sign: UInt32 = h & 0x8000 != 0 ? 0x8000_0000 : 0
+            let exponent = Int((h >> 10) & 0x1F), mantissa = UInt32(h & 0x3FF)
+            switch exponent {
+            case 0: return Float(sign: sign != 0 ? .minus : .plus, exponent: -24, significand: Float(mantissa)).bitPattern | sign
+            case 31: return sign | 0x7F80_0000 | mantissa << 13
+            default: return (Float(sign: sign != 0 ? .minus : .plus, exponent: exponent - 15, significand: 1 + Float(mantissa) / 1024)).bitPattern
+            }
+        }
+        let want = bits.map(expected)
+        for kernels in KernelSelection.allCases {
+            let r = try KernelRunner.run(.dequantize, inputs: [TensorValue(bits, type: .float16, shape: [bits.count], isConstant: true)],
+                                         outputs: [.float32], kernels: kernels)[0]
+            let got = r.floats.map(\.bitPattern)
+            let wrong = got.indices.filter { got[$0] != want[$0] }
+            XCTAssertTrue(got.count == want.count && wrong.isEmpty,
+                          "\(kernels): \(wrong.count) patterns differ, e.g. 0x\(String(bits[wrong.first ?? 0], radix: 16)) -> 0x\(String(got[wrong.first ?? 0], radix: 16)), expected 0x\(String(want[wrong.first ?? 0], radix: 16))")
+        }
+    }
+
     func testDequantizeFloat16Bits() throws {
         let bits: [UInt16] = [0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x0400, 0x7C00, 0xFC00, 0x7E00, 0x8000, 0x3555]
         let r = try KernelRunner.run(.dequantize, inputs: [TensorValue(bits, type: .float16, shape: [bits.count], isConstant: true)], outputs: [.float32])[0]
