@@ -41,17 +41,16 @@ enum ResidualFusion {
               let out = outputs.first, out >= 0, out < tensors.count, tensors[out].type == .float32,
               !graph.tensors[out].isVariable
         else { return false }
-        var writer = [Int: Int]()
-        for (position, entry) in prepared.enumerated() {
-            for output in entry.outputs { writer[output] = position }
-        }
+        // The entry that writes a tensor (the last, as entries come in execution order): looked up
+        // for the two or three tensors concerned, not tabled for every ADD.
+        func writer(_ tensor: Int) -> Int? { prepared.lastIndex { $0.outputs.contains(tensor) } }
         func isPrivate(_ tensor: Int) -> Bool {
             readers[tensor] == 1 && !graphOutputs.contains(tensor) && !graph.tensors[tensor].isVariable
         }
         for (convSide, otherSide) in [(1, 0), (0, 1)] {
             let t = op.inputs[convSide], other = op.inputs[otherSide]
             guard t >= 0, other >= 0, t < tensors.count, other < tensors.count, t != other,
-                  let c = writer[t], var conv = prepared[c].kernel as? OptimizedConvFloatKernel, conv.residual == nil,
+                  let c = writer(t), var conv = prepared[c].kernel as? OptimizedConvFloatKernel, conv.residual == nil,
                   file.operatorCode(of: graph.operators[prepared[c].op]).builtinCode == .conv2D,
                   prepared[c].outputs == [t], isPrivate(t),
                   tensors[t].type == .float32, tensors[other].type == .float32
@@ -61,7 +60,7 @@ enum ResidualFusion {
             // The residual's source: the ADD's other input, or the input of a channel PAD feeding it.
             var source = other, before = 0, channels = shape[3]
             var padPosition: Int?
-            if let p = writer[other], let pad = prepared[p].kernel as? OptimizedPadRowsKernel, isPrivate(other),
+            if let p = writer(other), let pad = prepared[p].kernel as? OptimizedPadRowsKernel, isPrivate(other),
                pad.fill == 0, pad.beforeBytes % 4 == 0, pad.inputRowBytes % 4 == 0, let padInput = prepared[p].inputs.first,
                padInput >= 0, padInput < tensors.count, tensors[padInput].type == .float32 {
                 source = padInput
@@ -75,7 +74,7 @@ enum ResidualFusion {
                   padPosition != nil || tensors[other].shape == shape
             else { continue }
             // The residual must exist when the convolution runs.
-            if let w = writer[source] {
+            if let w = writer(source) {
                 guard w < c else { continue }
             } else if graph.tensors[source].isVariable {
                 continue
